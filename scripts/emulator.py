@@ -1,0 +1,169 @@
+"""Launcher and helpers for the local AWS emulator (moto in server mode).
+
+Run it with the Python of the emulator venv (scripts/emulator does this):
+
+    emulator.py serve --host 127.0.0.1 --port 5000 [--latency-ms N]
+        Serve moto's WSGI app with werkzeug, delaying every request by N ms.
+    emulator.py free-port [--host 127.0.0.1]
+        Print a TCP port that is free right now.
+    emulator.py wait URL [--timeout S] [--pid PID]
+        Poll URL until it answers (any HTTP status) or S seconds pass; give up
+        early when PID dies. Exit 0 when it answered, 1 otherwise.
+    emulator.py ping URL
+        Exit 0 when URL answers (any HTTP status) within 5 s, 1 otherwise.
+
+The latency is injected inside the server (a WSGI middleware), not by a proxy: this
+kernel has no netem, and a proxy adds its own Nagle/delayed-ACK stalls. Each request
+sleeps in its own werkzeug thread, so parallel requests are delayed in parallel, the
+way network round trips are.
+"""
+
+import argparse
+import os
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+
+
+def cmd_free_port(args: argparse.Namespace) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((args.host, 0))
+        print(s.getsockname()[1])
+    return 0
+
+
+def _answers(url: str, timeout: float) -> bool:
+    # No proxies: the emulator is on loopback whatever HTTP(S)_PROXY says.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as resp:
+            resp.read()
+        return True
+    except urllib.error.HTTPError:
+        return True  # it answered, with an error status: it is up
+    except (OSError, ValueError):
+        return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        if args.pid and not _pid_alive(args.pid):
+            return 1
+        if _answers(args.url, timeout=5.0):
+            return 0
+        time.sleep(0.1)
+    return 1
+
+
+def cmd_ping(args: argparse.Namespace) -> int:
+    return 0 if _answers(args.url, timeout=5.0) else 1
+
+
+class LatencyMiddleware:
+    """WSGI middleware: sleep `delay_s` before handing each request to the app."""
+
+    def __init__(self, app, delay_s: float) -> None:
+        self.app = app
+        self.delay_s = delay_s
+
+    def __call__(self, environ, start_response):
+        time.sleep(self.delay_s)
+        return self.app(environ, start_response)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    # Own session: a Ctrl-C in the shell that ran `scripts/emulator start` must not
+    # reach the server; `scripts/emulator stop` ends it by pid.
+    try:
+        os.setsid()
+    except OSError:
+        pass
+
+    os.environ.setdefault("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
+    # moto builds some URLs (SQS queue URLs, ...) from MOTO_PORT; moto_server sets it too.
+    os.environ["MOTO_PORT"] = str(args.port)
+
+    from werkzeug.serving import run_simple
+
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+
+    class NoDelayRequestHandler(MotoRequestHandler):
+        # TCP_NODELAY on every accepted socket (socketserver.StreamRequestHandler.setup):
+        # werkzeug writes the status/headers and the body separately, and Nagle plus the
+        # client's delayed ACK would otherwise add ~40 ms to some small responses.
+        disable_nagle_algorithm = True
+
+    # The same app moto_server builds (moto/server.py main()).
+    app = DomainDispatcherApplication(create_backend_app)
+    app.debug = True  # type: ignore[attr-defined]
+
+    served = app
+    if args.latency_ms > 0:
+        served = LatencyMiddleware(app, args.latency_ms / 1000.0)
+
+    print(
+        f"cdkd emulator: moto on http://{args.host}:{args.port} "
+        f"latency={args.latency_ms}ms pid={os.getpid()}",
+        file=sys.stderr,
+        flush=True,
+    )
+    run_simple(
+        args.host,
+        args.port,
+        served,
+        threaded=True,
+        use_reloader=False,
+        request_handler=NoDelayRequestHandler,
+    )
+    return 0
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(prog="emulator.py")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("serve")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--latency-ms", type=int, default=0)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("free-port")
+    p.add_argument("--host", default="127.0.0.1")
+    p.set_defaults(func=cmd_free_port)
+
+    p = sub.add_parser("wait")
+    p.add_argument("url")
+    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--pid", type=int, default=0)
+    p.set_defaults(func=cmd_wait)
+
+    p = sub.add_parser("ping")
+    p.add_argument("url")
+    p.set_defaults(func=cmd_ping)
+
+    args = parser.parse_args(argv)
+    if getattr(args, "latency_ms", 0) < 0:
+        parser.error("--latency-ms must be >= 0")
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

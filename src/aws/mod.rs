@@ -1,0 +1,131 @@
+//! One place that builds AWS SDK clients, and one place that classifies AWS errors.
+//!
+//! Clients come from `aws_config::defaults(..)`, so the standard chain (environment, profiles,
+//! SSO, instance metadata) and the endpoint variables (`AWS_ENDPOINT_URL`,
+//! `AWS_ENDPOINT_URL_<SERVICE>`) work exactly as in the AWS CLI. No endpoint is ever set in code:
+//! that would override the user's. S3 switches to path-style addressing whenever an endpoint is
+//! overridden, because emulators and most S3-compatible stores cannot serve virtual-hosted names.
+
+mod errors;
+
+pub use errors::{classify, error_code, AwsError, ErrorKind};
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use tokio::sync::OnceCell;
+
+use crate::env;
+
+/// What the user asked for when building clients.
+#[derive(Debug, Clone, Default)]
+pub struct ClientOptions {
+    pub region: Option<String>,
+    pub profile: Option<String>,
+    pub role_arn: Option<String>,
+}
+
+/// Builds and caches clients: one base configuration, re-targeted per region.
+pub struct Clients {
+    base: SdkConfig,
+    per_region: Mutex<HashMap<String, SdkConfig>>,
+    account: OnceCell<String>,
+}
+
+impl Clients {
+    /// Loads the default chain once. With `role_arn`, every client assumes that role.
+    pub async fn load(options: &ClientOptions) -> Self {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest());
+        if let Some(profile) = &options.profile {
+            loader = loader.profile_name(profile);
+        }
+        if let Some(region) = &options.region {
+            loader = loader.region(Region::new(region.clone()));
+        }
+        let mut base = loader.load().await;
+        if let Some(role_arn) = &options.role_arn {
+            let mut assume = aws_config::sts::AssumeRoleProvider::builder(role_arn)
+                .session_name("cdkd")
+                .configure(&base);
+            if let Some(region) = base.region() {
+                assume = assume.region(region.clone());
+            }
+            let provider = assume.build().await;
+            base = base
+                .into_builder()
+                .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(provider))
+                .build();
+        }
+        Clients {
+            base,
+            per_region: Mutex::new(HashMap::new()),
+            account: OnceCell::new(),
+        }
+    }
+
+    /// The region from `--region` or the SDK's chain (AWS_REGION, AWS_DEFAULT_REGION, profile).
+    pub fn default_region(&self) -> Option<String> {
+        self.base.region().map(|r| r.to_string())
+    }
+
+    /// The base configuration targeted at `region` (or the default region when `None`).
+    pub fn config(&self, region: Option<&str>) -> SdkConfig {
+        let Some(region) = region else {
+            return self.base.clone();
+        };
+        let mut cache = match self.per_region.lock() {
+            Ok(cache) => cache,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        cache
+            .entry(region.to_owned())
+            .or_insert_with(|| self.base.to_builder().region(Region::new(region.to_owned())).build())
+            .clone()
+    }
+
+    /// True when S3 requests go to an overridden endpoint (emulator, S3-compatible store).
+    pub fn s3_endpoint_overridden(&self) -> bool {
+        self.base.endpoint_url().is_some()
+            || std::env::var_os(env::AWS_ENDPOINT_URL_S3).is_some_and(|v| !v.is_empty())
+            || std::env::var_os(env::AWS_ENDPOINT_URL).is_some_and(|v| !v.is_empty())
+    }
+
+    pub fn s3(&self, region: Option<&str>) -> aws_sdk_s3::Client {
+        let config = self.config(region);
+        let s3_config = aws_sdk_s3::config::Builder::from(&config)
+            .force_path_style(self.s3_endpoint_overridden())
+            .build();
+        aws_sdk_s3::Client::from_conf(s3_config)
+    }
+
+    pub fn sts(&self) -> aws_sdk_sts::Client {
+        aws_sdk_sts::Client::new(&self.base)
+    }
+
+    pub fn cloudformation(&self, region: Option<&str>) -> aws_sdk_cloudformation::Client {
+        aws_sdk_cloudformation::Client::new(&self.config(region))
+    }
+
+    pub fn cloudcontrol(&self, region: Option<&str>) -> aws_sdk_cloudcontrol::Client {
+        aws_sdk_cloudcontrol::Client::new(&self.config(region))
+    }
+
+    /// The caller's account id from STS GetCallerIdentity, asked once per process.
+    pub async fn account_id(&self) -> Result<String, AwsError> {
+        self.account
+            .get_or_try_init(|| async {
+                let out = self
+                    .sts()
+                    .get_caller_identity()
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::call("sts", "GetCallerIdentity", "the caller's identity", &e))?;
+                out.account
+                    .filter(|a| !a.is_empty())
+                    .ok_or_else(|| AwsError::Unexpected("STS GetCallerIdentity returned no account".into()))
+            })
+            .await
+            .cloned()
+    }
+}

@@ -1,0 +1,441 @@
+//! The command surface, as clap definitions only.
+//!
+//! Nothing here talks to AWS or decides behaviour: `commands/` turns these typed options into work.
+//! Every command and flag carries help text, since `cdkd <command> --help` is the user's manual.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Deploy AWS CDK apps without CloudFormation.
+///
+/// cdkd synthesizes your CDK app (or reads an existing cloud assembly), diffs each stack against
+/// its own state in S3, and creates, updates and deletes resources directly through the AWS SDK
+/// and the Cloud Control API, in parallel along the dependency graph.
+#[derive(Debug, Parser)]
+#[command(name = "cdkd", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOptions,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GlobalOptions {
+    /// The app to synthesize: a command (e.g. "node bin/app.js") or a cloud assembly directory.
+    /// Overrides CDKD_APP and the "app" key of cdk.json.
+    #[arg(short = 'a', long, global = true, value_name = "COMMAND|DIR")]
+    pub app: Option<String>,
+
+    /// Directory the app writes its cloud assembly to (default: cdk.json "output", else cdk.out).
+    #[arg(short = 'o', long, global = true, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Context value passed to the app, as key=value (repeatable).
+    #[arg(short = 'c', long = "context", global = true, value_name = "KEY=VALUE")]
+    pub context: Vec<String>,
+
+    /// S3 bucket holding cdkd state (default: CDKD_STATE_BUCKET, cdk.json, then cdkd-state-{account}).
+    #[arg(long, global = true, value_name = "BUCKET")]
+    pub state_bucket: Option<String>,
+
+    /// Key prefix of the state records in the state bucket [default: cdkd].
+    #[arg(long, global = true, value_name = "PREFIX")]
+    pub state_prefix: Option<String>,
+
+    /// AWS region to use when a stack does not pin one.
+    #[arg(long, global = true, value_name = "REGION")]
+    pub region: Option<String>,
+
+    /// Named AWS profile from ~/.aws/config and ~/.aws/credentials.
+    #[arg(long, global = true, value_name = "PROFILE")]
+    pub profile: Option<String>,
+
+    /// IAM role to assume for every AWS call.
+    #[arg(long, global = true, value_name = "ARN")]
+    pub role_arn: Option<String>,
+
+    /// More output (repeat for debug detail).
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Answer yes to every confirmation prompt.
+    #[arg(short = 'y', long, global = true)]
+    pub yes: bool,
+}
+
+/// Stack selection shared by the multi-stack commands.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StackSelection {
+    /// Stacks by name, display path (MyStage/Api) or glob pattern ('*', 'MyStage/*').
+    #[arg(value_name = "STACKS")]
+    pub stacks: Vec<String>,
+
+    /// Select every stack in the app.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create or update stacks: synthesize, diff against state, then provision resources directly.
+    Deploy(DeployArgs),
+    /// Show what a deploy would change, without changing anything.
+    Diff(DiffArgs),
+    /// Delete every resource of the selected stacks, in reverse dependency order, and their state.
+    Destroy(DestroyArgs),
+    /// Synthesize the app and print the selected stack's template (or write the cloud assembly).
+    Synth(SynthArgs),
+    /// List the stacks of the app, in dependency order.
+    #[command(visible_alias = "ls")]
+    List(ListArgs),
+    /// Create or update the state bucket (versioned, encrypted, public access blocked).
+    Bootstrap(BootstrapArgs),
+    /// Adopt existing AWS resources into a stack's state, or migrate a CloudFormation stack.
+    Import(ImportArgs),
+    /// Remove resources from cdkd state by construct path, leaving them running in AWS.
+    Orphan(OrphanArgs),
+    /// Find plaintext secrets in state records and rewrite them to their references.
+    Scrub(ScrubArgs),
+    /// Replay a stack's rollback journal after an interrupted deploy.
+    Rollback(RollbackArgs),
+    /// Remove a stack's lock unconditionally (after a crashed run).
+    ForceUnlock(ForceUnlockArgs),
+    /// Compare recorded resource properties with what AWS reports now.
+    Drift(DriftArgs),
+    /// Build and upload the selected stacks' file and container assets.
+    PublishAssets(PublishAssetsArgs),
+    /// Inspect and maintain state records without an app.
+    #[command(subcommand)]
+    State(StateCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct DeployArgs {
+    #[command(flatten)]
+    pub selection: StackSelection,
+    /// Maximum concurrent resource operations per stack.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+    /// Maximum concurrent stack deployments.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub stack_concurrency: u32,
+    /// Template parameter value, as [Stack:]Key=Value (repeatable).
+    #[arg(long = "parameters", value_name = "[STACK:]KEY=VALUE")]
+    pub parameters: Vec<String>,
+    /// Allow replacing stateful resources (tables, buckets, databases) when a change requires it.
+    #[arg(long)]
+    pub force_stateful_recreation: bool,
+    /// Skip the long stabilization waits (CloudFront, RDS, NAT gateways, ...).
+    #[arg(long)]
+    pub no_wait: bool,
+    /// On failure keep what was created instead of rolling back automatically.
+    #[arg(long)]
+    pub no_rollback: bool,
+    /// Deploy only the named stacks, not the stacks they depend on.
+    #[arg(short = 'e', long)]
+    pub exclusively: bool,
+    /// Print the deploy result (outputs) as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub selection: StackSelection,
+    /// Template parameter value, as [Stack:]Key=Value (repeatable).
+    #[arg(long = "parameters", value_name = "[STACK:]KEY=VALUE")]
+    pub parameters: Vec<String>,
+    /// Exit 1 when anything would change (a CI gate).
+    #[arg(long)]
+    pub fail: bool,
+    /// Print the differences as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DestroyArgs {
+    #[command(flatten)]
+    pub selection: StackSelection,
+    /// Do not ask for confirmation.
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// Maximum concurrent delete operations per stack.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+    /// Also purge the noncurrent versions of the state keys the destroy deletes.
+    #[arg(long)]
+    pub purge_events: bool,
+    /// Delete databases without taking a final snapshot.
+    #[arg(long)]
+    pub skip_final_snapshot: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    #[command(flatten)]
+    pub selection: StackSelection,
+    /// Only synthesize (write the cloud assembly); print no template.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Print templates as JSON instead of YAML.
+    #[arg(short = 'j', long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub selection: StackSelection,
+    /// Also show each stack's environment and dependencies.
+    #[arg(short = 'l', long)]
+    pub long: bool,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BootstrapArgs {
+    /// Re-apply the bucket settings to an existing state bucket.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The stack to import into.
+    pub stack: String,
+    /// A resource to adopt, as LogicalId=physicalId (repeatable).
+    #[arg(long = "resource", value_name = "LOGICAL_ID=PHYSICAL_ID")]
+    pub resources: Vec<String>,
+    /// A JSON file mapping logical ids to physical ids.
+    #[arg(long, value_name = "FILE")]
+    pub resource_mapping: Option<PathBuf>,
+    /// The same mapping given inline as JSON.
+    #[arg(long, value_name = "JSON")]
+    pub resource_mapping_inline: Option<String>,
+    /// Adopt every resource of the CloudFormation stack of the same name, then retire that stack.
+    #[arg(long)]
+    pub migrate_from_cloudformation: bool,
+    /// Overwrite existing state records for the named resources.
+    #[arg(long)]
+    pub force: bool,
+    /// Template parameter value, as [Stack:]Key=Value (repeatable).
+    #[arg(long = "parameters", value_name = "[STACK:]KEY=VALUE")]
+    pub parameters: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct OrphanArgs {
+    /// Construct paths of the resources to orphan, as Stack/Path/To/Resource.
+    #[arg(required = true, value_name = "STACK/CONSTRUCT_PATH")]
+    pub paths: Vec<String>,
+    /// Show what would change without writing state.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ScrubArgs {
+    #[command(flatten)]
+    pub selection: StackSelection,
+    /// Report what would be rewritten; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Exit 1 when a plaintext secret is found (a CI gate).
+    #[arg(long)]
+    pub fail: bool,
+    /// Purge noncurrent versions of every record examined, not only the rewritten ones.
+    #[arg(long)]
+    pub purge_history: bool,
+    /// Print findings as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    /// The stack whose rollback journal to replay.
+    pub stack: String,
+    /// Drop the journaled resources from state instead of deleting them.
+    #[arg(long)]
+    pub orphan: bool,
+    /// Also revert resources whose update failed.
+    #[arg(long)]
+    pub revert_failed: bool,
+    /// Region of the stack's state record.
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ForceUnlockArgs {
+    /// The stack whose lock to remove.
+    pub stack: String,
+    /// Region of the stack's state record.
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DriftArgs {
+    #[command(flatten)]
+    pub selection: StackSelection,
+    /// Accept what AWS reports as the new baseline in state.
+    #[arg(long, conflicts_with = "revert")]
+    pub accept: bool,
+    /// Push the recorded properties back to AWS.
+    #[arg(long)]
+    pub revert: bool,
+    /// Exit 1 when drift is found.
+    #[arg(long)]
+    pub fail: bool,
+    /// Print drift as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishAssetsArgs {
+    #[command(flatten)]
+    pub selection: StackSelection,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// Show the state bucket, its region and the prefix in use.
+    Info(StateInfoArgs),
+    /// List the stacks that have state records.
+    List(StateListArgs),
+    /// List the resources recorded for a stack.
+    Resources(StateStackArgs),
+    /// Print a stack's state record.
+    Show(StateStackArgs),
+    /// Drop a stack's record, or one resource of it, leaving AWS untouched.
+    Orphan(StateOrphanArgs),
+    /// Delete a stack's resources from its state record alone, without the app.
+    Destroy(StateDestroyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StateInfoArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateListArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateStackArgs {
+    /// The stack (state record name, e.g. MyStack or Parent~Child).
+    pub stack: String,
+    /// Region of the stack's state record (needed when the stack has records in several regions).
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateOrphanArgs {
+    /// The stack whose record to drop.
+    pub stack: String,
+    /// Drop only this resource (logical id) from the record (repeatable).
+    #[arg(long = "resource", value_name = "LOGICAL_ID")]
+    pub resources: Vec<String>,
+    /// Region of the stack's state record.
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StateDestroyArgs {
+    /// The stack to destroy.
+    pub stack: String,
+    /// Region of the stack's state record.
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+    /// Do not ask for confirmation.
+    #[arg(short = 'f', long)]
+    pub force: bool,
+}
+
+impl Command {
+    /// The command's name as typed, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Deploy(_) => "deploy",
+            Command::Diff(_) => "diff",
+            Command::Destroy(_) => "destroy",
+            Command::Synth(_) => "synth",
+            Command::List(_) => "list",
+            Command::Bootstrap(_) => "bootstrap",
+            Command::Import(_) => "import",
+            Command::Orphan(_) => "orphan",
+            Command::Scrub(_) => "scrub",
+            Command::Rollback(_) => "rollback",
+            Command::ForceUnlock(_) => "force-unlock",
+            Command::Drift(_) => "drift",
+            Command::PublishAssets(_) => "publish-assets",
+            Command::State(s) => match s {
+                StateCommand::Info(_) => "state info",
+                StateCommand::List(_) => "state list",
+                StateCommand::Resources(_) => "state resources",
+                StateCommand::Show(_) => "state show",
+                StateCommand::Orphan(_) => "state orphan",
+                StateCommand::Destroy(_) => "state destroy",
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_has_help_text() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands() {
+            assert!(sub.get_about().is_some(), "{} has no help", sub.get_name());
+            for nested in sub.get_subcommands() {
+                assert!(nested.get_about().is_some(), "{} has no help", nested.get_name());
+            }
+        }
+    }
+
+    #[test]
+    fn global_options_parse_anywhere() {
+        let cli = Cli::try_parse_from([
+            "cdkd", "list", "-a", "cdk.out", "-c", "k=v", "--state-prefix", "p", "-vv",
+        ])
+        .expect("parses");
+        assert_eq!(cli.global.app.as_deref(), Some("cdk.out"));
+        assert_eq!(cli.global.context, vec!["k=v"]);
+        assert_eq!(cli.global.verbose, 2);
+        assert!(matches!(cli.command, Command::List(_)));
+        let ls = Cli::try_parse_from(["cdkd", "ls"]).expect("alias parses");
+        assert!(matches!(ls.command, Command::List(_)));
+    }
+}

@@ -1,0 +1,117 @@
+//! Command handlers: glue from typed options to the engines. Each handler resolves settings,
+//! obtains what it needs (assembly, clients, state) and returns an exit status; behaviour lives
+//! in the layers below.
+
+mod list;
+mod synth;
+
+use std::time::Duration;
+
+use tokio::sync::OnceCell;
+
+use crate::assembly::{self, AppSource, CloudAssembly, Selector, StackArtifact, SynthInput};
+use crate::aws::{ClientOptions, Clients};
+use crate::cli::{Cli, Command, StackSelection};
+use crate::config::{Settings, Sources};
+use crate::error::{Error, ExitStatus, Result};
+use crate::ui;
+
+/// What every handler shares: merged settings and lazily built AWS clients.
+pub struct Session {
+    pub settings: Settings,
+    clients: OnceCell<Clients>,
+}
+
+impl Session {
+    pub fn new(settings: Settings) -> Self {
+        Session {
+            settings,
+            clients: OnceCell::new(),
+        }
+    }
+
+    pub async fn clients(&self) -> &Clients {
+        self.clients
+            .get_or_init(|| async {
+                Clients::load(&ClientOptions {
+                    region: self.settings.region.clone(),
+                    profile: self.settings.profile.clone(),
+                    role_arn: self.settings.role_arn.clone(),
+                })
+                .await
+            })
+            .await
+    }
+
+    /// The caller's account and region when they can be had quickly; `None` halves otherwise.
+    /// Used only to tell an app (or a listing) its default environment, as the CDK CLI does.
+    pub async fn best_effort_environment(&self) -> (Option<String>, Option<String>) {
+        let clients = self.clients().await;
+        let region = clients.default_region();
+        let account = tokio::time::timeout(Duration::from_secs(5), clients.account_id())
+            .await
+            .ok()
+            .and_then(|r| r.map_err(|e| tracing::debug!("no default account: {e}")).ok());
+        (account, region)
+    }
+
+    /// Runs the app (or reads the assembly directory) and returns the loaded assembly.
+    pub async fn assembly(&self) -> Result<CloudAssembly> {
+        let app = self.settings.require_app()?;
+        let source = AppSource::classify(app, &self.settings.project_dir);
+        let (account, region) = match &source {
+            AppSource::Command(_) => self.best_effort_environment().await,
+            AppSource::Directory(_) => (None, None),
+        };
+        let input = SynthInput {
+            context: self.settings.context.clone(),
+            default_account: account.as_deref(),
+            default_region: region.as_deref(),
+        };
+        Ok(assembly::obtain(&source, &self.settings.project_dir, &self.settings.output, input).await?)
+    }
+}
+
+/// Selects stacks, prints their warning annotations and fails on error annotations.
+pub fn select_stacks<'a>(
+    assembly: &'a CloudAssembly,
+    selection: &StackSelection,
+    with_dependencies: bool,
+) -> Result<Vec<&'a StackArtifact>> {
+    let stacks = assembly::select(
+        assembly,
+        &Selector {
+            patterns: &selection.stacks,
+            all: selection.all,
+            with_dependencies,
+        },
+    )?;
+    for warning in assembly::check_annotations(&stacks)? {
+        ui::warn(format!("{}: {}", warning.path, warning.message));
+    }
+    Ok(stacks)
+}
+
+/// Missing context makes templates carry dummy values; refuse to act on them.
+pub fn require_complete(assembly: &CloudAssembly) -> Result<()> {
+    if assembly.missing.is_empty() {
+        Ok(())
+    } else {
+        Err(assembly::AssemblyError::MissingContext {
+            missing: assembly.missing.clone(),
+        }
+        .into())
+    }
+}
+
+/// Runs one parsed command line.
+pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
+    let sources = Sources::from_process()?;
+    let settings = Settings::resolve(&cli.global, &sources)?;
+    let session = Session::new(settings);
+    match &cli.command {
+        Command::Synth(args) => synth::run(&session, args).await,
+        Command::List(args) => list::run(&session, args).await,
+        other => Err(Error::NotImplemented { command: other.name() }),
+    }
+}

@@ -1,0 +1,368 @@
+//! Settings from flags, files and the environment, merged in one place.
+//!
+//! The CDK CLI's files are honoured the way it reads them: `~/.cdk.json` (user defaults),
+//! `cdk.json` (project: `app`, `output`, `context`), `cdk.context.json` (cached lookups), and
+//! `-c key=value` on the command line. cdkd's own settings live under `context.cdkd.*`.
+//! Precedence for every setting: flag, then environment, then cdk.json.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::cli::GlobalOptions;
+use crate::env;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: invalid JSON at line {line} column {column}: {message}; fix the file or remove it")]
+    InvalidJson {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{file}: {path} must be {expected}")]
+    WrongShape {
+        file: PathBuf,
+        path: String,
+        expected: &'static str,
+    },
+    #[error("invalid context `-c {0}`: expected key=value with a non-empty key")]
+    InvalidContextArg(String),
+    #[error("no app to synthesize: pass --app (a command or a cloud assembly directory), set {var}, or add \"app\" to cdk.json")]
+    NoApp { var: &'static str },
+}
+
+/// One JSON configuration file, as the CDK CLI reads it.
+#[derive(Debug, Default, Clone)]
+pub struct ConfigFile {
+    pub app: Option<String>,
+    pub output: Option<String>,
+    pub context: Map<String, Value>,
+}
+
+impl ConfigFile {
+    /// Reads `file` if it exists; a missing file is an empty configuration.
+    pub fn load(file: &Path) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    file: file.to_owned(),
+                    source,
+                })
+            }
+        };
+        Self::parse(&text, file)
+    }
+
+    pub fn parse(text: &str, file: &Path) -> Result<Self, ConfigError> {
+        let value = parse_json_object(text, file)?;
+        let mut out = ConfigFile::default();
+        if let Some(app) = value.get("app") {
+            out.app = Some(expect_string(app, file, "\"app\"")?);
+        }
+        if let Some(output) = value.get("output") {
+            out.output = Some(expect_string(output, file, "\"output\"")?);
+        }
+        if let Some(context) = value.get("context") {
+            out.context = context
+                .as_object()
+                .cloned()
+                .ok_or_else(|| wrong_shape(file, "\"context\"", "an object"))?;
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a context cache file such as cdk.context.json: the whole object is context.
+pub fn load_context_file(file: &Path) -> Result<Map<String, Value>, ConfigError> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => parse_json_object(&text, file),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
+        Err(source) => Err(ConfigError::Read {
+            file: file.to_owned(),
+            source,
+        }),
+    }
+}
+
+fn parse_json_object(text: &str, file: &Path) -> Result<Map<String, Value>, ConfigError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::InvalidJson {
+        file: file.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: first_line(&e.to_string()),
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(wrong_shape(file, "the top level", "a JSON object")),
+    }
+}
+
+fn expect_string(v: &Value, file: &Path, path: &str) -> Result<String, ConfigError> {
+    v.as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| wrong_shape(file, path, "a string"))
+}
+
+fn wrong_shape(file: &Path, path: &str, expected: &'static str) -> ConfigError {
+    ConfigError::WrongShape {
+        file: file.to_owned(),
+        path: path.to_owned(),
+        expected,
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().to_owned()
+}
+
+/// Parses `-c key=value`. A value that is valid JSON (number, bool, object, array, quoted string)
+/// keeps its type, as the CDK CLI does; anything else is a plain string.
+pub fn parse_context_arg(arg: &str) -> Result<(String, Value), ConfigError> {
+    let (key, value) = arg
+        .split_once('=')
+        .ok_or_else(|| ConfigError::InvalidContextArg(arg.to_owned()))?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(ConfigError::InvalidContextArg(arg.to_owned()));
+    }
+    let parsed = match serde_json::from_str::<Value>(value) {
+        Ok(v @ (Value::Object(_) | Value::Array(_) | Value::Bool(_) | Value::Number(_))) => v,
+        Ok(Value::String(s)) if value.trim_start().starts_with('"') => Value::String(s),
+        _ => Value::String(value.to_owned()),
+    };
+    Ok((key.to_owned(), parsed))
+}
+
+/// The merged settings one command runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The project directory (where cdk.json is read from).
+    pub project_dir: PathBuf,
+    pub app: Option<String>,
+    pub output: PathBuf,
+    /// Merged context handed to the app: user < cdk.context.json < cdk.json < command line.
+    pub context: Map<String, Value>,
+    pub state_bucket: Option<String>,
+    pub state_prefix: String,
+    pub region: Option<String>,
+    pub profile: Option<String>,
+    pub role_arn: Option<String>,
+    pub verbose: u8,
+    pub yes: bool,
+}
+
+pub const DEFAULT_STATE_PREFIX: &str = "cdkd";
+pub const DEFAULT_OUTPUT: &str = "cdk.out";
+
+/// Where settings come from besides flags: the environment and the files. Injected so tests can
+/// run without touching the real process environment or home directory.
+pub struct Sources<'a> {
+    pub project_dir: PathBuf,
+    pub home_dir: Option<PathBuf>,
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Sources<'static> {
+    pub fn from_process() -> Result<Self, ConfigError> {
+        let project_dir = std::env::current_dir().map_err(|source| ConfigError::Read {
+            file: PathBuf::from("."),
+            source,
+        })?;
+        Ok(Sources {
+            project_dir,
+            home_dir: std::env::var_os("HOME").map(PathBuf::from),
+            env: &|name| std::env::var(name).ok().filter(|v| !v.is_empty()),
+        })
+    }
+}
+
+impl Settings {
+    pub fn resolve(flags: &GlobalOptions, sources: &Sources<'_>) -> Result<Self, ConfigError> {
+        let project = ConfigFile::load(&sources.project_dir.join("cdk.json"))?;
+        let user = match &sources.home_dir {
+            Some(home) => ConfigFile::load(&home.join(".cdk.json"))?,
+            None => ConfigFile::default(),
+        };
+        let cached = load_context_file(&sources.project_dir.join("cdk.context.json"))?;
+
+        let mut context = user.context.clone();
+        context.extend(cached);
+        context.extend(project.context.clone());
+        for arg in &flags.context {
+            let (k, v) = parse_context_arg(arg)?;
+            context.insert(k, v);
+        }
+
+        let cdkd = context.get("cdkd").and_then(Value::as_object);
+        let cdkd_str = |key: &str| cdkd.and_then(|m| m.get(key)).and_then(Value::as_str).map(str::to_owned);
+        let env = |name: &str| (sources.env)(name);
+
+        let app = flags
+            .app
+            .clone()
+            .or_else(|| env(env::CDKD_APP))
+            .or(project.app)
+            .or(user.app);
+        let output = flags
+            .output
+            .clone()
+            .or_else(|| project.output.or(user.output).map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_OUTPUT));
+        let output = if output.is_absolute() {
+            output
+        } else {
+            sources.project_dir.join(output)
+        };
+
+        Ok(Settings {
+            project_dir: sources.project_dir.clone(),
+            app,
+            output,
+            state_bucket: flags
+                .state_bucket
+                .clone()
+                .or_else(|| env(env::CDKD_STATE_BUCKET))
+                .or_else(|| cdkd_str("stateBucket")),
+            state_prefix: flags
+                .state_prefix
+                .clone()
+                .or_else(|| env(env::CDKD_STATE_PREFIX))
+                .or_else(|| cdkd_str("statePrefix"))
+                .unwrap_or_else(|| DEFAULT_STATE_PREFIX.to_owned()),
+            region: flags.region.clone(),
+            profile: flags.profile.clone(),
+            role_arn: flags.role_arn.clone(),
+            verbose: flags.verbose,
+            yes: flags.yes,
+            context,
+        })
+    }
+
+    /// The app, or the error that tells the user how to name one.
+    pub fn require_app(&self) -> Result<&str, ConfigError> {
+        self.app.as_deref().ok_or(ConfigError::NoApp { var: env::CDKD_APP })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        std::fs::write(dir.join(name), text).expect("write fixture");
+    }
+
+    fn resolve(dir: &Path, flags: &GlobalOptions, vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let lookup = move |name: &str| vars.get(name).cloned();
+        let sources = Sources {
+            project_dir: dir.to_owned(),
+            home_dir: None,
+            env: &lookup,
+        };
+        Settings::resolve(flags, &sources)
+    }
+
+    #[test]
+    fn flag_beats_environment_beats_cdk_json() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            "cdk.json",
+            r#"{"app":"node a.js","context":{"cdkd":{"stateBucket":"from-file","statePrefix":"pf"}}}"#,
+        );
+        let none = GlobalOptions::default();
+        let s = resolve(dir.path(), &none, &[]).expect("resolves");
+        assert_eq!(s.app.as_deref(), Some("node a.js"));
+        assert_eq!(s.state_bucket.as_deref(), Some("from-file"));
+        assert_eq!(s.state_prefix, "pf");
+
+        let env = [("CDKD_APP", "node env.js"), ("CDKD_STATE_BUCKET", "from-env"), ("CDKD_STATE_PREFIX", "pe")];
+        let s = resolve(dir.path(), &none, &env).expect("resolves");
+        assert_eq!(s.app.as_deref(), Some("node env.js"));
+        assert_eq!(s.state_bucket.as_deref(), Some("from-env"));
+        assert_eq!(s.state_prefix, "pe");
+
+        let flags = GlobalOptions {
+            app: Some("cdk.out".into()),
+            state_bucket: Some("from-flag".into()),
+            state_prefix: Some("px".into()),
+            ..Default::default()
+        };
+        let s = resolve(dir.path(), &flags, &env).expect("resolves");
+        assert_eq!(s.app.as_deref(), Some("cdk.out"));
+        assert_eq!(s.state_bucket.as_deref(), Some("from-flag"));
+        assert_eq!(s.state_prefix, "px");
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_configured() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = resolve(dir.path(), &GlobalOptions::default(), &[]).expect("resolves");
+        assert_eq!(s.app, None);
+        assert_eq!(s.state_prefix, "cdkd");
+        assert_eq!(s.output, dir.path().join("cdk.out"));
+        assert!(matches!(s.require_app(), Err(ConfigError::NoApp { .. })));
+    }
+
+    #[test]
+    fn context_precedence_command_line_over_cdk_json_over_cache() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "cdk.json", r#"{"context":{"a":"json","b":"json"}}"#);
+        write(dir.path(), "cdk.context.json", r#"{"a":"cache","b":"cache","c":"cache"}"#);
+        let flags = GlobalOptions {
+            context: vec!["b=cli".into(), "n=5".into(), "o={\"x\":true}".into()],
+            ..Default::default()
+        };
+        let s = resolve(dir.path(), &flags, &[]).expect("resolves");
+        assert_eq!(s.context["a"], "json");
+        assert_eq!(s.context["b"], "cli");
+        assert_eq!(s.context["c"], "cache");
+        assert_eq!(s.context["n"], 5);
+        assert_eq!(s.context["o"]["x"], true);
+    }
+
+    #[test]
+    fn malformed_cdk_json_is_one_line_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "cdk.json", "{\"app\": ");
+        let err = resolve(dir.path(), &GlobalOptions::default(), &[]).expect_err("malformed");
+        let msg = err.to_string();
+        assert!(msg.contains("cdk.json") && msg.contains("line 1"), "{msg}");
+        assert!(!msg.contains('\n'));
+
+        write(dir.path(), "cdk.json", r#"{"app": 5}"#);
+        let msg = resolve(dir.path(), &GlobalOptions::default(), &[]).expect_err("wrong type").to_string();
+        assert!(msg.contains("\"app\" must be a string"), "{msg}");
+
+        write(dir.path(), "cdk.json", r#"{"context": []}"#);
+        let msg = resolve(dir.path(), &GlobalOptions::default(), &[]).expect_err("wrong type").to_string();
+        assert!(msg.contains("\"context\" must be an object"), "{msg}");
+
+        write(dir.path(), "cdk.json", "[1]");
+        assert!(resolve(dir.path(), &GlobalOptions::default(), &[]).is_err());
+    }
+
+    #[test]
+    fn context_args_must_have_a_key_and_equals() {
+        for bad in ["novalue", "=x", " =x", ""] {
+            assert!(parse_context_arg(bad).is_err(), "{bad:?} should be refused");
+        }
+        assert_eq!(parse_context_arg("k=").expect("empty value ok").1, Value::String(String::new()));
+        assert_eq!(parse_context_arg("k=a=b").expect("ok").1, "a=b");
+        assert_eq!(parse_context_arg("k=true").expect("ok").1, true);
+        assert_eq!(parse_context_arg("k=\"q\"").expect("ok").1, "q");
+        assert_eq!(parse_context_arg("k=null").expect("ok").1, "null");
+    }
+}

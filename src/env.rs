@@ -1,0 +1,33 @@
+//! Every environment variable cdkd reads or sets, as documented constants.
+//!
+//! Keeping them in one place makes the contract with the CDK CLI (what an app sees) and with the
+//! user's shell (what cdkd honours) reviewable at a glance.
+
+/// The app command or assembly directory (below `--app`, above cdk.json).
+pub const CDKD_APP: &str = "CDKD_APP";
+/// The state bucket (below `--state-bucket`, above cdk.json).
+pub const CDKD_STATE_BUCKET: &str = "CDKD_STATE_BUCKET";
+/// The state key prefix (below `--state-prefix`, above cdk.json).
+pub const CDKD_STATE_PREFIX: &str = "CDKD_STATE_PREFIX";
+/// A 12-digit account id used when STS cannot answer (AWS::AccountId fallback).
+pub const AWS_ACCOUNT_ID: &str = "AWS_ACCOUNT_ID";
+
+/// Set for the app: where it writes the cloud assembly.
+pub const CDK_OUTDIR: &str = "CDK_OUTDIR";
+/// Set for the app: the merged context as a JSON object.
+pub const CDK_CONTEXT_JSON: &str = "CDK_CONTEXT_JSON";
+/// Set for the app: the account of the caller's credentials, when known.
+pub const CDK_DEFAULT_ACCOUNT: &str = "CDK_DEFAULT_ACCOUNT";
+/// Set for the app: the region from the region chain, when known.
+pub const CDK_DEFAULT_REGION: &str = "CDK_DEFAULT_REGION";
+
+/// Region chain, in the order the AWS CLI reads them.
+pub const AWS_REGION: &str = "AWS_REGION";
+pub const AWS_DEFAULT_REGION: &str = "AWS_DEFAULT_REGION";
+/// Endpoint override (read by aws-config itself); its presence switches S3 to path-style.
+pub const AWS_ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
+/// Service-specific endpoint override for S3 (also read by aws-config).
+pub const AWS_ENDPOINT_URL_S3: &str = "AWS_ENDPOINT_URL_S3";
+
+/// Disables colour in human output (https://no-color.org).
+pub const NO_COLOR: &str = "NO_COLOR";

@@ -1,0 +1,72 @@
+//! The top-level error and its mapping to exit codes.
+//!
+//! Each layer has its own typed error; this enum gathers them so `run()` can print one line and
+//! pick the exit code the spec defines: 0 success, 1 failure, 2 partial failure, 3 for diff's
+//! blocking refusals.
+
+use std::process::ExitCode;
+
+use crate::assembly::AssemblyError;
+use crate::aws::AwsError;
+use crate::config::ConfigError;
+use crate::template::TemplateError;
+
+/// How a command ended, as the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    Success = 0,
+    Failure = 1,
+    Partial = 2,
+    Blocked = 3,
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        ExitCode::from(status as u8)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Assembly(#[from] AssemblyError),
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    #[error(transparent)]
+    Aws(#[from] AwsError),
+    /// The command exists in the surface but its engine is not part of this build yet.
+    #[error("`cdkd {command}` is not available in this build yet: its engine has not landed; nothing was changed")]
+    NotImplemented { command: &'static str },
+    /// Wrong or conflicting arguments that clap cannot express.
+    #[error("{0}")]
+    Usage(String),
+    /// Some of the work was done, some failed; state was kept.
+    #[error("{0}")]
+    Partial(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    pub fn exit_status(&self) -> ExitStatus {
+        match self {
+            Error::Partial(_) => ExitStatus::Partial,
+            _ => ExitStatus::Failure,
+        }
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,48 @@
+//! Everything the user sees: messages on stderr at a level, data on stdout.
+//!
+//! stdout carries only what a command produces (templates, lists, JSON) so it can be piped;
+//! progress, warnings and errors go to stderr.
+
+use std::io::IsTerminal;
+
+use crate::env;
+
+/// Sets up `tracing` for `-v` (info) and `-vv` (debug); quiet otherwise except warnings.
+pub fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CDKD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("cdkd={level}")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(colour_enabled())
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+/// Colour only on a terminal, and never when NO_COLOR is set.
+pub fn colour_enabled() -> bool {
+    std::env::var_os(env::NO_COLOR).is_none() && std::io::stderr().is_terminal()
+}
+
+pub fn warn(message: impl AsRef<str>) {
+    eprintln!("warning: {}", message.as_ref());
+}
+
+pub fn error(message: impl AsRef<str>) {
+    eprintln!("error: {}", message.as_ref());
+}
+
+pub fn info(message: impl AsRef<str>) {
+    eprintln!("{}", message.as_ref());
+}
+
+/// Prints data to stdout.
+pub fn output(text: impl AsRef<str>) {
+    println!("{}", text.as_ref());
+}

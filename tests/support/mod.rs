@@ -1,0 +1,116 @@
+//! Shared helpers for integration tests that talk to the local AWS emulator.
+//!
+//! Include it from a test file with `mod support;`. The emulator is started by
+//! `./scripts/test` (or by hand: `eval "$(./scripts/emulator start)"`), which exports
+//! `AWS_ENDPOINT_URL` and friends; every helper here reads them from the environment, so
+//! the clients go through the SDK's ordinary configuration chain, like cdkd itself.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_config::BehaviorVersion;
+
+/// Variables `scripts/emulator start` exports (besides the `AWS_ENDPOINT_URL_*` ones).
+const EMULATOR_VARS: &[&str] = &[
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_EC2_METADATA_DISABLED",
+    "CDKD_TEST_EMULATOR",
+];
+
+/// The emulator's environment, as exported by `scripts/emulator start`: the variables
+/// above that are set, plus any service-specific `AWS_ENDPOINT_URL_<SERVICE>`.
+///
+/// Panics when `AWS_ENDPOINT_URL` is not set: without it the tests would talk to real AWS.
+pub fn emulator_env() -> Vec<(String, String)> {
+    if std::env::var_os("AWS_ENDPOINT_URL").is_none_or(|v| v.is_empty()) {
+        panic!(
+            "integration tests need the local emulator: run ./scripts/test, \
+             or eval \"$(./scripts/emulator start)\" first"
+        );
+    }
+    let mut vars: Vec<(String, String)> = EMULATOR_VARS
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    let mut per_service: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("AWS_ENDPOINT_URL_"))
+        .collect();
+    per_service.sort();
+    vars.extend(per_service);
+    vars
+}
+
+/// SDK configuration from the environment (`AWS_ENDPOINT_URL`, region, static keys).
+/// The endpoint is deliberately not set in code: cdkd relies on the SDK reading it.
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    emulator_env(); // fail loudly before the SDK wanders off to real AWS
+    aws_config::defaults(BehaviorVersion::latest()).load().await
+}
+
+/// An S3 client for the emulator. Path-style addressing: `bucket.127.0.0.1` does not resolve.
+pub async fn s3_client() -> aws_sdk_s3::Client {
+    let config = aws_sdk_s3::config::Builder::from(&sdk_config().await)
+        .force_path_style(true)
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+/// An STS client for the emulator.
+pub async fn sts_client() -> aws_sdk_sts::Client {
+    aws_sdk_sts::Client::new(&sdk_config().await)
+}
+
+/// A name that no other test (in this process, a parallel one, or an earlier run against a
+/// long-lived emulator) uses: `prefix-<pid>-<counter>-<nanos>`, numbers in base 36.
+/// Lowercase `[a-z0-9-]`, at most 63 characters: valid as an S3 bucket name.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock before 1970")
+        .as_nanos();
+    let suffix = format!(
+        "-{}-{}-{}",
+        base36(u128::from(std::process::id())),
+        base36(u128::from(n)),
+        base36(nanos)
+    );
+
+    let mut head: String = prefix
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    head.truncate(63 - suffix.len());
+    let head = head.trim_matches('-');
+    let head = if head.is_empty() { "t" } else { head };
+    format!("{head}{suffix}")
+}
+
+fn base36(mut n: u128) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).expect("ascii")
+}
+
+/// The `cdkd` binary under test, with the emulator's environment applied and
+/// `CDKD_STATE_BUCKET` removed (each test names its own state bucket).
+pub fn cdkd() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("cdkd").expect("the cdkd binary is built");
+    cmd.envs(emulator_env()).env_remove("CDKD_STATE_BUCKET");
+    cmd
+}
