@@ -47,7 +47,10 @@ pub fn run() -> std::process::ExitCode {
         }
     };
     ui::init_logging(cli.global.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             ui::error(format!("cannot start the async runtime: {e}"));

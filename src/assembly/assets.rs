@@ -60,11 +60,14 @@ impl AssetManifest {
             let source = entry
                 .get("source")
                 .ok_or_else(|| AssemblyError::manifest(manifest_file, &at("source"), "missing"))?;
-            let path = source
-                .get("path")
+            let path = source.get("path").and_then(Value::as_str).ok_or_else(|| {
+                AssemblyError::manifest(manifest_file, &at("source.path"), "expected a string")
+            })?;
+            let packaging = source
+                .get("packaging")
                 .and_then(Value::as_str)
-                .ok_or_else(|| AssemblyError::manifest(manifest_file, &at("source.path"), "expected a string"))?;
-            let packaging = source.get("packaging").and_then(Value::as_str).unwrap_or("file").to_owned();
+                .unwrap_or("file")
+                .to_owned();
             let mut destinations = Vec::new();
             if let Some(dests) = entry.get("destinations").and_then(Value::as_object) {
                 for (name, d) in dests {
@@ -72,10 +75,18 @@ impl AssetManifest {
                     destinations.push(FileDestination {
                         name: name.clone(),
                         bucket_name: field("bucketName").ok_or_else(|| {
-                            AssemblyError::manifest(manifest_file, &at(&format!("destinations.{name}.bucketName")), "expected a string")
+                            AssemblyError::manifest(
+                                manifest_file,
+                                &at(&format!("destinations.{name}.bucketName")),
+                                "expected a string",
+                            )
                         })?,
                         object_key: field("objectKey").ok_or_else(|| {
-                            AssemblyError::manifest(manifest_file, &at(&format!("destinations.{name}.objectKey")), "expected a string")
+                            AssemblyError::manifest(
+                                manifest_file,
+                                &at(&format!("destinations.{name}.objectKey")),
+                                "expected a string",
+                            )
                         })?,
                         region: field("region"),
                         assume_role_arn: field("assumeRoleArn"),

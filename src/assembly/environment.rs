@@ -39,8 +39,14 @@ impl Environment {
     /// Fills the unknown halves from the caller's account and region chain.
     pub fn resolved(&self, default_account: Option<&str>, default_region: Option<&str>) -> Self {
         Environment {
-            account: self.account.clone().or_else(|| default_account.map(str::to_owned)),
-            region: self.region.clone().or_else(|| default_region.map(str::to_owned)),
+            account: self
+                .account
+                .clone()
+                .or_else(|| default_account.map(str::to_owned)),
+            region: self
+                .region
+                .clone()
+                .or_else(|| default_region.map(str::to_owned)),
         }
     }
 }
@@ -68,7 +74,14 @@ mod tests {
         assert_eq!(r.to_string(), "aws://123456789012/eu-west-1");
         let pinned = Environment::parse("aws://111111111111/us-east-1").expect("parses");
         assert_eq!(pinned.resolved(Some("2"), Some("x")), pinned);
-        for bad in ["", "aws://", "aws://a", "s3://a/b", "aws://a/b/c", "aws:///r"] {
+        for bad in [
+            "",
+            "aws://",
+            "aws://a",
+            "s3://a/b",
+            "aws://a/b/c",
+            "aws:///r",
+        ] {
             assert!(Environment::parse(bad).is_none(), "{bad}");
         }
     }

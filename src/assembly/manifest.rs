@@ -104,7 +104,11 @@ fn load_into(
 ) -> Result<String, AssemblyError> {
     let file = dir.join("manifest.json");
     if depth > MAX_NESTING {
-        return Err(AssemblyError::manifest(&file, "artifacts", "nested assemblies deeper than 16 levels"));
+        return Err(AssemblyError::manifest(
+            &file,
+            "artifacts",
+            "nested assemblies deeper than 16 levels",
+        ));
     }
     let root = read_json(&file)?;
     let root = root
@@ -112,8 +116,20 @@ fn load_into(
         .ok_or_else(|| AssemblyError::manifest(&file, "(top level)", "expected a JSON object"))?;
     let version = match root.get("version") {
         Some(Value::String(v)) => v.clone(),
-        Some(_) => return Err(AssemblyError::manifest(&file, "version", "expected a string")),
-        None => return Err(AssemblyError::manifest(&file, "version", "missing; this is not a cloud assembly manifest")),
+        Some(_) => {
+            return Err(AssemblyError::manifest(
+                &file,
+                "version",
+                "expected a string",
+            ))
+        }
+        None => {
+            return Err(AssemblyError::manifest(
+                &file,
+                "version",
+                "missing; this is not a cloud assembly manifest",
+            ))
+        }
     };
 
     if let Some(m) = root.get("missing") {
@@ -122,7 +138,9 @@ fn load_into(
             .ok_or_else(|| AssemblyError::manifest(&file, "missing", "expected a list"))?;
         for (i, entry) in list.iter().enumerate() {
             let path = format!("missing[{i}]");
-            let key = str_field(entry, "key").ok_or_else(|| AssemblyError::manifest(&file, &format!("{path}.key"), "expected a string"))?;
+            let key = str_field(entry, "key").ok_or_else(|| {
+                AssemblyError::manifest(&file, &format!("{path}.key"), "expected a string")
+            })?;
             let provider = str_field(entry, "provider").unwrap_or("unknown").to_owned();
             missing.push(MissingContext {
                 key: key.to_owned(),
@@ -134,7 +152,13 @@ fn load_into(
     let artifacts = match root.get("artifacts") {
         None => return Ok(version),
         Some(Value::Object(a)) => a,
-        Some(_) => return Err(AssemblyError::manifest(&file, "artifacts", "expected an object")),
+        Some(_) => {
+            return Err(AssemblyError::manifest(
+                &file,
+                "artifacts",
+                "expected an object",
+            ))
+        }
     };
     for (id, artifact) in artifacts {
         let path = format!("artifacts.{id}");
@@ -144,7 +168,9 @@ fn load_into(
         let kind = artifact
             .get("type")
             .and_then(Value::as_str)
-            .ok_or_else(|| AssemblyError::manifest(&file, &format!("{path}.type"), "expected a string"))?;
+            .ok_or_else(|| {
+                AssemblyError::manifest(&file, &format!("{path}.type"), "expected a string")
+            })?;
         match kind {
             STACK_TYPE => stacks.push(read_stack(dir, &file, id, artifact, artifacts)?),
             NESTED_ASSEMBLY_TYPE => {
@@ -152,9 +178,20 @@ fn load_into(
                 let sub = props
                     .get("directoryName")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| AssemblyError::manifest(&file, &format!("{path}.properties.directoryName"), "expected a string"))?;
-                let sub_dir = safe_join(dir, sub)
-                    .ok_or_else(|| AssemblyError::manifest(&file, &format!("{path}.properties.directoryName"), "must be a relative path inside the assembly"))?;
+                    .ok_or_else(|| {
+                        AssemblyError::manifest(
+                            &file,
+                            &format!("{path}.properties.directoryName"),
+                            "expected a string",
+                        )
+                    })?;
+                let sub_dir = safe_join(dir, sub).ok_or_else(|| {
+                    AssemblyError::manifest(
+                        &file,
+                        &format!("{path}.properties.directoryName"),
+                        "must be a relative path inside the assembly",
+                    )
+                })?;
                 load_into(&sub_dir, depth + 1, stacks, missing)?;
             }
             _ => {}
@@ -175,27 +212,65 @@ fn read_stack(
     let template = props
         .get("templateFile")
         .and_then(Value::as_str)
-        .ok_or_else(|| AssemblyError::manifest(file, &format!("{path}.properties.templateFile"), "expected a string"))?;
-    let template_file = safe_join(dir, template)
-        .ok_or_else(|| AssemblyError::manifest(file, &format!("{path}.properties.templateFile"), "must be a relative path inside the assembly"))?;
+        .ok_or_else(|| {
+            AssemblyError::manifest(
+                file,
+                &format!("{path}.properties.templateFile"),
+                "expected a string",
+            )
+        })?;
+    let template_file = safe_join(dir, template).ok_or_else(|| {
+        AssemblyError::manifest(
+            file,
+            &format!("{path}.properties.templateFile"),
+            "must be a relative path inside the assembly",
+        )
+    })?;
     let environment = match artifact.get("environment") {
-        Some(Value::String(e)) => Environment::parse(e)
-            .ok_or_else(|| AssemblyError::manifest(file, &format!("{path}.environment"), "expected aws://ACCOUNT/REGION"))?,
+        Some(Value::String(e)) => Environment::parse(e).ok_or_else(|| {
+            AssemblyError::manifest(
+                file,
+                &format!("{path}.environment"),
+                "expected aws://ACCOUNT/REGION",
+            )
+        })?,
         None => Environment::unknown(),
-        Some(_) => return Err(AssemblyError::manifest(file, &format!("{path}.environment"), "expected a string")),
+        Some(_) => {
+            return Err(AssemblyError::manifest(
+                file,
+                &format!("{path}.environment"),
+                "expected a string",
+            ))
+        }
     };
     let stack_name = match props.get("stackName") {
         Some(Value::String(n)) if !n.is_empty() => n.clone(),
         Some(Value::String(_)) | None => id.to_owned(),
-        Some(_) => return Err(AssemblyError::manifest(file, &format!("{path}.properties.stackName"), "expected a string")),
+        Some(_) => {
+            return Err(AssemblyError::manifest(
+                file,
+                &format!("{path}.properties.stackName"),
+                "expected a string",
+            ))
+        }
     };
     let display_name = match artifact.get("displayName") {
         Some(Value::String(n)) if !n.is_empty() => n.clone(),
         Some(Value::String(_)) | None => id.to_owned(),
-        Some(_) => return Err(AssemblyError::manifest(file, &format!("{path}.displayName"), "expected a string")),
+        Some(_) => {
+            return Err(AssemblyError::manifest(
+                file,
+                &format!("{path}.displayName"),
+                "expected a string",
+            ))
+        }
     };
 
-    let direct = string_list(artifact.get("dependencies"), file, &format!("{path}.dependencies"))?;
+    let direct = string_list(
+        artifact.get("dependencies"),
+        file,
+        &format!("{path}.dependencies"),
+    )?;
     let mut dependencies = Vec::new();
     let mut asset_manifests = Vec::new();
     let mut queue = direct;
@@ -218,23 +293,33 @@ fn read_stack(
                 {
                     asset_manifests.push(f);
                 }
-                queue.extend(string_list(dep_artifact.get("dependencies"), file, &format!("artifacts.{dep}.dependencies"))?);
+                queue.extend(string_list(
+                    dep_artifact.get("dependencies"),
+                    file,
+                    &format!("artifacts.{dep}.dependencies"),
+                )?);
             }
-            _ => queue.extend(string_list(dep_artifact.get("dependencies"), file, &format!("artifacts.{dep}.dependencies"))?),
+            _ => queue.extend(string_list(
+                dep_artifact.get("dependencies"),
+                file,
+                &format!("artifacts.{dep}.dependencies"),
+            )?),
         }
     }
     dependencies.sort();
     asset_manifests.sort();
 
-    let (mut logical_ids, mut annotations) = read_metadata(artifact.get("metadata"), file, &format!("{path}.metadata"))?;
+    let (mut logical_ids, mut annotations) =
+        read_metadata(artifact.get("metadata"), file, &format!("{path}.metadata"))?;
     // Newer CDK versions move the metadata to a side file named by `additionalMetadataFile`.
     if let Some(extra) = artifact.get("additionalMetadataFile") {
         let field = format!("{path}.additionalMetadataFile");
         let name = extra
             .as_str()
             .ok_or_else(|| AssemblyError::manifest(file, &field, "expected a string"))?;
-        let side = safe_join(dir, name)
-            .ok_or_else(|| AssemblyError::manifest(file, &field, "must be a relative path inside the assembly"))?;
+        let side = safe_join(dir, name).ok_or_else(|| {
+            AssemblyError::manifest(file, &field, "must be a relative path inside the assembly")
+        })?;
         let value = read_json(&side)?;
         let (ids, notes) = read_metadata(Some(&value), &side, "(top level)")?;
         logical_ids.extend(ids);
@@ -254,7 +339,10 @@ fn read_stack(
         logical_ids,
         annotations,
         asset_manifests,
-        termination_protection: props.get("terminationProtection").and_then(Value::as_bool).unwrap_or(false),
+        termination_protection: props
+            .get("terminationProtection")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         tags,
         properties: props.clone(),
         assembly_dir: dir.to_owned(),
@@ -286,9 +374,9 @@ fn read_metadata(meta: Option<&Value>, file: &Path, path: &str) -> Result<Metada
         .as_object()
         .ok_or_else(|| AssemblyError::manifest(file, path, "expected an object"))?;
     for (construct_path, entries) in meta {
-        let entries = entries
-            .as_array()
-            .ok_or_else(|| AssemblyError::manifest(file, &format!("{path}.{construct_path}"), "expected a list"))?;
+        let entries = entries.as_array().ok_or_else(|| {
+            AssemblyError::manifest(file, &format!("{path}.{construct_path}"), "expected a list")
+        })?;
         for entry in entries {
             let kind = str_field(entry, "type").unwrap_or_default();
             let data = entry.get("data");
@@ -319,11 +407,17 @@ fn read_metadata(meta: Option<&Value>, file: &Path, path: &str) -> Result<Metada
     Ok((logical_ids, annotations))
 }
 
-fn properties<'a>(artifact: &'a Map<String, Value>, file: &Path, path: &str) -> Result<&'a Map<String, Value>, AssemblyError> {
+fn properties<'a>(
+    artifact: &'a Map<String, Value>,
+    file: &Path,
+    path: &str,
+) -> Result<&'a Map<String, Value>, AssemblyError> {
     artifact
         .get("properties")
         .and_then(Value::as_object)
-        .ok_or_else(|| AssemblyError::manifest(file, &format!("{path}.properties"), "expected an object"))
+        .ok_or_else(|| {
+            AssemblyError::manifest(file, &format!("{path}.properties"), "expected an object")
+        })
 }
 
 fn string_list(v: Option<&Value>, file: &Path, path: &str) -> Result<Vec<String>, AssemblyError> {
@@ -332,12 +426,16 @@ fn string_list(v: Option<&Value>, file: &Path, path: &str) -> Result<Vec<String>
         Some(Value::Array(items)) => items
             .iter()
             .map(|i| {
-                i.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| AssemblyError::manifest(file, path, "expected a list of strings"))
+                i.as_str().map(str::to_owned).ok_or_else(|| {
+                    AssemblyError::manifest(file, path, "expected a list of strings")
+                })
             })
             .collect(),
-        Some(_) => Err(AssemblyError::manifest(file, path, "expected a list of strings")),
+        Some(_) => Err(AssemblyError::manifest(
+            file,
+            path,
+            "expected a list of strings",
+        )),
     }
 }
 
@@ -349,7 +447,10 @@ fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 fn safe_join(dir: &Path, relative: &str) -> Option<PathBuf> {
     let rel = Path::new(relative);
     let escapes = rel.components().any(|c| {
-        !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir)
+        !matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
     });
     (!relative.is_empty() && !escapes).then(|| dir.join(rel))
 }

@@ -30,14 +30,20 @@ pub enum AssemblyError {
         message: String,
     },
     #[error("cloud assembly {file}: {path}: {message}")]
-    Manifest { file: PathBuf, path: String, message: String },
+    Manifest {
+        file: PathBuf,
+        path: String,
+        message: String,
+    },
     #[error("cannot run the app `{command}`: {source}")]
     Spawn {
         command: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("the app `{command}` failed with {status}; fix the app (its output is above) and try again")]
+    #[error(
+        "the app `{command}` failed with {status}; fix the app (its output is above) and try again"
+    )]
     AppFailed { command: String, status: String },
     #[error("the app `{command}` wrote no manifest.json to {outdir}; is it a CDK app that calls app.synth()?")]
     NoManifest { command: String, outdir: PathBuf },
@@ -48,7 +54,10 @@ pub enum AssemblyError {
         source: std::io::Error,
     },
     #[error("no stack matches `{pattern}`; stacks in this app: {}", list(.available))]
-    NoSuchStack { pattern: String, available: Vec<String> },
+    NoSuchStack {
+        pattern: String,
+        available: Vec<String>,
+    },
     #[error("this app has several stacks; name one or more, or pass --all. Stacks: {}", list(.available))]
     AmbiguousSelection { available: Vec<String> },
     #[error("invalid stack pattern `{pattern}`: {message}")]
@@ -56,7 +65,11 @@ pub enum AssemblyError {
     #[error("stack dependencies form a cycle among: {}", .stacks.join(", "))]
     DependencyCycle { stacks: Vec<String> },
     #[error("synthesis reported {count} error(s); first: {path}: {message}")]
-    ErrorAnnotations { count: usize, path: String, message: String },
+    ErrorAnnotations {
+        count: usize,
+        path: String,
+        message: String,
+    },
     #[error("the app needs context values cdkd does not look up yet: {}; run `cdk synth` once to fill cdk.context.json, or pass them with -c key=value", describe_missing(.missing))]
     MissingContext { missing: Vec<MissingContext> },
 }
@@ -125,7 +138,10 @@ pub async fn obtain(
 /// Splits the selected stacks' annotations: warnings are returned to print, errors fail.
 pub fn check_annotations(stacks: &[&StackArtifact]) -> Result<Vec<Annotation>, AssemblyError> {
     let all: Vec<&Annotation> = stacks.iter().flat_map(|s| s.annotations.iter()).collect();
-    let errors: Vec<&&Annotation> = all.iter().filter(|a| a.severity == Severity::Error).collect();
+    let errors: Vec<&&Annotation> = all
+        .iter()
+        .filter(|a| a.severity == Severity::Error)
+        .collect();
     if let Some(first) = errors.first() {
         return Err(AssemblyError::ErrorAnnotations {
             count: errors.len(),

@@ -2,8 +2,8 @@
 //! single-stack app, and dependency order for every multi-stack command.
 //!
 //! Patterns follow the CDK CLI: `*` does not cross `/`, so `'*'` selects the top-level stacks and
-//! `MyStage/*` the stacks of one Stage. A pattern may name a display path, a stack name or an
-//! artifact id.
+//! `MyStage/*` the stacks of one Stage. Globs match display paths; a plain name may also be a
+//! stack name or an artifact id.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -20,7 +20,10 @@ pub struct Selector<'a> {
 
 /// Selects stacks and returns them in dependency order (dependencies first; ties keep manifest
 /// order). An empty app selects nothing without error.
-pub fn select<'a>(assembly: &'a CloudAssembly, selector: &Selector<'_>) -> Result<Vec<&'a StackArtifact>, AssemblyError> {
+pub fn select<'a>(
+    assembly: &'a CloudAssembly,
+    selector: &Selector<'_>,
+) -> Result<Vec<&'a StackArtifact>, AssemblyError> {
     let stacks = &assembly.stacks;
     let mut chosen: BTreeSet<usize> = BTreeSet::new();
     if selector.all {
@@ -31,7 +34,11 @@ pub fn select<'a>(assembly: &'a CloudAssembly, selector: &Selector<'_>) -> Resul
             1 => {
                 chosen.insert(0);
             }
-            _ => return Err(AssemblyError::AmbiguousSelection { available: names(stacks) }),
+            _ => {
+                return Err(AssemblyError::AmbiguousSelection {
+                    available: names(stacks),
+                })
+            }
         }
     } else {
         for pattern in selector.patterns {
@@ -67,7 +74,9 @@ fn matching(stacks: &[StackArtifact], pattern: &str) -> Result<Vec<usize>, Assem
         return Ok(stacks
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.display_name == pattern || s.stack_name == pattern || s.artifact_id == pattern)
+            .filter(|(_, s)| {
+                s.display_name == pattern || s.stack_name == pattern || s.artifact_id == pattern
+            })
             .map(|(i, _)| i)
             .collect());
     }
@@ -83,7 +92,7 @@ fn matching(stacks: &[StackArtifact], pattern: &str) -> Result<Vec<usize>, Assem
     Ok(stacks
         .iter()
         .enumerate()
-        .filter(|(_, s)| glob.matches_with(&s.display_name, options) || glob.matches_with(&s.stack_name, options))
+        .filter(|(_, s)| glob.matches_with(&s.display_name, options))
         .map(|(i, _)| i)
         .collect())
 }
@@ -99,13 +108,20 @@ fn index(stacks: &[StackArtifact]) -> HashMap<Key<'_>, usize> {
 }
 
 /// Kahn's algorithm over the chosen stacks, lowest manifest index first among the ready ones.
-fn order<'a>(stacks: &'a [StackArtifact], chosen: &BTreeSet<usize>) -> Result<Vec<&'a StackArtifact>, AssemblyError> {
+fn order<'a>(
+    stacks: &'a [StackArtifact],
+    chosen: &BTreeSet<usize>,
+) -> Result<Vec<&'a StackArtifact>, AssemblyError> {
     let by_key = index(stacks);
     let deps_of = |i: usize| -> Vec<usize> {
         stacks[i]
             .dependencies
             .iter()
-            .filter_map(|d| by_key.get(&(stacks[i].assembly_dir.as_path(), d.as_str())).copied())
+            .filter_map(|d| {
+                by_key
+                    .get(&(stacks[i].assembly_dir.as_path(), d.as_str()))
+                    .copied()
+            })
             .filter(|j| chosen.contains(j))
             .collect()
     };
@@ -123,7 +139,10 @@ fn order<'a>(stacks: &'a [StackArtifact], chosen: &BTreeSet<usize>) -> Result<Ve
             }
             None => {
                 return Err(AssemblyError::DependencyCycle {
-                    stacks: remaining.iter().map(|&i| stacks[i].display_name.clone()).collect(),
+                    stacks: remaining
+                        .iter()
+                        .map(|&i| stacks[i].display_name.clone())
+                        .collect(),
                 })
             }
         }

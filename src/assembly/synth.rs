@@ -21,8 +21,12 @@ pub struct SynthInput<'a> {
 
 /// Context keys the CDK CLI always sets, so the assembly carries construct paths and asset metadata.
 fn cli_context(mut context: Map<String, Value>) -> Map<String, Value> {
-    context.entry("aws:cdk:enable-path-metadata").or_insert(Value::Bool(true));
-    context.entry("aws:cdk:enable-asset-metadata").or_insert(Value::Bool(true));
+    context
+        .entry("aws:cdk:enable-path-metadata")
+        .or_insert(Value::Bool(true));
+    context
+        .entry("aws:cdk:enable-asset-metadata")
+        .or_insert(Value::Bool(true));
     context
         .entry("aws:cdk:bundling-stacks")
         .or_insert_with(|| Value::Array(vec![Value::String("**".into())]));
@@ -30,7 +34,12 @@ fn cli_context(mut context: Map<String, Value>) -> Map<String, Value> {
 }
 
 /// Runs `command` through the shell in `cwd`, writing the assembly to `outdir`.
-pub async fn run_app(command: &str, cwd: &Path, outdir: &Path, input: SynthInput<'_>) -> Result<(), AssemblyError> {
+pub async fn run_app(
+    command: &str,
+    cwd: &Path,
+    outdir: &Path,
+    input: SynthInput<'_>,
+) -> Result<(), AssemblyError> {
     std::fs::create_dir_all(outdir).map_err(|source| AssemblyError::OutputDir {
         dir: outdir.to_owned(),
         source,
@@ -70,7 +79,9 @@ pub async fn run_app(command: &str, cwd: &Path, outdir: &Path, input: SynthInput
     if !status.success() {
         return Err(AssemblyError::AppFailed {
             command: command.to_owned(),
-            status: status.code().map_or_else(|| "a signal".to_owned(), |c| format!("exit code {c}")),
+            status: status
+                .code()
+                .map_or_else(|| "a signal".to_owned(), |c| format!("exit code {c}")),
         });
     }
     if !outdir.join("manifest.json").is_file() {

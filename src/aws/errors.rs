@@ -2,8 +2,8 @@
 //! service-specific codes. Precondition failures (HTTP 412) arrive as a code, not a modelled
 //! variant, which is exactly why this lives here.
 
-use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_sdk_s3::error::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 /// The kinds of failure callers decide on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +79,9 @@ pub fn classify<E: ProvideErrorMetadata, R: HttpStatus>(err: &SdkError<E, R>) ->
         }
         match code {
             "PreconditionFailed" => return ErrorKind::PreconditionFailed,
-            "AccessDenied" | "AccessDeniedException" | "Forbidden" => return ErrorKind::AccessDenied,
+            "AccessDenied" | "AccessDeniedException" | "Forbidden" => {
+                return ErrorKind::AccessDenied
+            }
             "ConditionalRequestConflict" | "OperationAborted" => return ErrorKind::Conflict,
             "NotImplemented" => return ErrorKind::NotImplemented,
             "ServiceUnavailable" => return ErrorKind::ServiceUnavailable,
@@ -115,7 +117,12 @@ pub enum AwsError {
 
 impl AwsError {
     /// Wraps a failed SDK call, keeping its classification and a one-line message.
-    pub fn call<E, R>(service: &'static str, operation: &'static str, target: impl Into<String>, err: &SdkError<E, R>) -> Self
+    pub fn call<E, R>(
+        service: &'static str,
+        operation: &'static str,
+        target: impl Into<String>,
+        err: &SdkError<E, R>,
+    ) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
         R: HttpStatus + std::fmt::Debug,
@@ -126,7 +133,9 @@ impl AwsError {
                 match (e.code(), e.message()) {
                     (Some(code), Some(msg)) => format!("{code}: {msg}"),
                     (Some(code), None) => code.to_owned(),
-                    _ => one_line(&aws_smithy_types::error::display::DisplayErrorContext(err).to_string()),
+                    _ => one_line(
+                        &aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),
+                    ),
                 }
             }
             _ => one_line(&aws_smithy_types::error::display::DisplayErrorContext(err).to_string()),

@@ -54,7 +54,9 @@ impl Clients {
             let provider = assume.build().await;
             base = base
                 .into_builder()
-                .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(provider))
+                .credentials_provider(
+                    aws_credential_types::provider::SharedCredentialsProvider::new(provider),
+                )
                 .build();
         }
         Clients {
@@ -80,7 +82,12 @@ impl Clients {
         };
         cache
             .entry(region.to_owned())
-            .or_insert_with(|| self.base.to_builder().region(Region::new(region.to_owned())).build())
+            .or_insert_with(|| {
+                self.base
+                    .to_builder()
+                    .region(Region::new(region.to_owned()))
+                    .build()
+            })
             .clone()
     }
 
@@ -115,15 +122,12 @@ impl Clients {
     pub async fn account_id(&self) -> Result<String, AwsError> {
         self.account
             .get_or_try_init(|| async {
-                let out = self
-                    .sts()
-                    .get_caller_identity()
-                    .send()
-                    .await
-                    .map_err(|e| AwsError::call("sts", "GetCallerIdentity", "the caller's identity", &e))?;
-                out.account
-                    .filter(|a| !a.is_empty())
-                    .ok_or_else(|| AwsError::Unexpected("STS GetCallerIdentity returned no account".into()))
+                let out = self.sts().get_caller_identity().send().await.map_err(|e| {
+                    AwsError::call("sts", "GetCallerIdentity", "the caller's identity", &e)
+                })?;
+                out.account.filter(|a| !a.is_empty()).ok_or_else(|| {
+                    AwsError::Unexpected("STS GetCallerIdentity returned no account".into())
+                })
             })
             .await
             .cloned()

@@ -420,7 +420,11 @@ mod tests {
         for sub in cli.get_subcommands() {
             assert!(sub.get_about().is_some(), "{} has no help", sub.get_name());
             for nested in sub.get_subcommands() {
-                assert!(nested.get_about().is_some(), "{} has no help", nested.get_name());
+                assert!(
+                    nested.get_about().is_some(),
+                    "{} has no help",
+                    nested.get_name()
+                );
             }
         }
     }
@@ -428,7 +432,15 @@ mod tests {
     #[test]
     fn global_options_parse_anywhere() {
         let cli = Cli::try_parse_from([
-            "cdkd", "list", "-a", "cdk.out", "-c", "k=v", "--state-prefix", "p", "-vv",
+            "cdkd",
+            "list",
+            "-a",
+            "cdk.out",
+            "-c",
+            "k=v",
+            "--state-prefix",
+            "p",
+            "-vv",
         ])
         .expect("parses");
         assert_eq!(cli.global.app.as_deref(), Some("cdk.out"));

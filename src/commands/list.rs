@@ -32,11 +32,18 @@ pub async fn run(session: &Session, args: &ListArgs) -> Result<ExitStatus> {
         (None, None)
     };
     let describe = |s: &StackArtifact| {
-        let env = s.environment.resolved(account.as_deref(), region.as_deref());
+        let env = s
+            .environment
+            .resolved(account.as_deref(), region.as_deref());
         let deps: Vec<String> = s
             .dependencies
             .iter()
-            .filter_map(|d| assembly.stacks.iter().find(|o| o.artifact_id == *d && o.assembly_dir == s.assembly_dir))
+            .filter_map(|d| {
+                assembly
+                    .stacks
+                    .iter()
+                    .find(|o| o.artifact_id == *d && o.assembly_dir == s.assembly_dir)
+            })
             .map(|o| o.display_name.clone())
             .collect();
         json!({
@@ -55,7 +62,11 @@ pub async fn run(session: &Session, args: &ListArgs) -> Result<ExitStatus> {
         ui::output(serde_json::to_string_pretty(&list).unwrap_or_default());
     } else if args.long {
         let list: Vec<Value> = stacks.iter().map(|s| describe(s)).collect();
-        ui::output(serde_norway::to_string(&list).unwrap_or_default().trim_end());
+        ui::output(
+            serde_norway::to_string(&list)
+                .unwrap_or_default()
+                .trim_end(),
+        );
     } else {
         for s in &stacks {
             ui::output(&s.display_name);

@@ -51,7 +51,10 @@ impl Session {
         let account = tokio::time::timeout(Duration::from_secs(5), clients.account_id())
             .await
             .ok()
-            .and_then(|r| r.map_err(|e| tracing::debug!("no default account: {e}")).ok());
+            .and_then(|r| {
+                r.map_err(|e| tracing::debug!("no default account: {e}"))
+                    .ok()
+            });
         (account, region)
     }
 
@@ -68,7 +71,13 @@ impl Session {
             default_account: account.as_deref(),
             default_region: region.as_deref(),
         };
-        Ok(assembly::obtain(&source, &self.settings.project_dir, &self.settings.output, input).await?)
+        Ok(assembly::obtain(
+            &source,
+            &self.settings.project_dir,
+            &self.settings.output,
+            input,
+        )
+        .await?)
     }
 }
 
@@ -112,6 +121,8 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
     match &cli.command {
         Command::Synth(args) => synth::run(&session, args).await,
         Command::List(args) => list::run(&session, args).await,
-        other => Err(Error::NotImplemented { command: other.name() }),
+        other => Err(Error::NotImplemented {
+            command: other.name(),
+        }),
     }
 }

@@ -19,9 +19,19 @@ pub async fn run(session: &Session, args: &SynthArgs) -> Result<ExitStatus> {
         for stack in &all {
             template::parse_template_file(&stack.template_file)?;
         }
-        ui::info(format!("Successfully synthesized to {}", assembly.dir.display()));
-        let names: Vec<_> = assembly.stacks.iter().map(|s| s.display_name.as_str()).collect();
-        ui::info(format!("Supply a stack id ({}) to display its template.", names.join(", ")));
+        ui::info(format!(
+            "Successfully synthesized to {}",
+            assembly.dir.display()
+        ));
+        let names: Vec<_> = assembly
+            .stacks
+            .iter()
+            .map(|s| s.display_name.as_str())
+            .collect();
+        ui::info(format!(
+            "Supply a stack id ({}) to display its template.",
+            names.join(", ")
+        ));
         return Ok(ExitStatus::Success);
     }
     let stacks = select_stacks(&assembly, &args.selection, false)?;
@@ -31,7 +41,10 @@ pub async fn run(session: &Session, args: &SynthArgs) -> Result<ExitStatus> {
         templates.push((stack.display_name.clone(), parsed.to_value()));
     }
     if args.quiet {
-        ui::info(format!("Successfully synthesized to {}", assembly.dir.display()));
+        ui::info(format!(
+            "Successfully synthesized to {}",
+            assembly.dir.display()
+        ));
         return Ok(ExitStatus::Success);
     }
     let rendered = if args.json {

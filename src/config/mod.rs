@@ -20,7 +20,9 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{file}: invalid JSON at line {line} column {column}: {message}; fix the file or remove it")]
+    #[error(
+        "{file}: invalid JSON at line {line} column {column}: {message}; fix the file or remove it"
+    )]
     InvalidJson {
         file: PathBuf,
         line: usize,
@@ -204,7 +206,11 @@ impl Settings {
         }
 
         let cdkd = context.get("cdkd").and_then(Value::as_object);
-        let cdkd_str = |key: &str| cdkd.and_then(|m| m.get(key)).and_then(Value::as_str).map(str::to_owned);
+        let cdkd_str = |key: &str| {
+            cdkd.and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         let env = |name: &str| (sources.env)(name);
 
         let app = flags
@@ -250,7 +256,9 @@ impl Settings {
 
     /// The app, or the error that tells the user how to name one.
     pub fn require_app(&self) -> Result<&str, ConfigError> {
-        self.app.as_deref().ok_or(ConfigError::NoApp { var: env::CDKD_APP })
+        self.app
+            .as_deref()
+            .ok_or(ConfigError::NoApp { var: env::CDKD_APP })
     }
 }
 
@@ -263,8 +271,15 @@ mod tests {
         std::fs::write(dir.join(name), text).expect("write fixture");
     }
 
-    fn resolve(dir: &Path, flags: &GlobalOptions, vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    fn resolve(
+        dir: &Path,
+        flags: &GlobalOptions,
+        vars: &[(&str, &str)],
+    ) -> Result<Settings, ConfigError> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let lookup = move |name: &str| vars.get(name).cloned();
         let sources = Sources {
             project_dir: dir.to_owned(),
@@ -288,7 +303,11 @@ mod tests {
         assert_eq!(s.state_bucket.as_deref(), Some("from-file"));
         assert_eq!(s.state_prefix, "pf");
 
-        let env = [("CDKD_APP", "node env.js"), ("CDKD_STATE_BUCKET", "from-env"), ("CDKD_STATE_PREFIX", "pe")];
+        let env = [
+            ("CDKD_APP", "node env.js"),
+            ("CDKD_STATE_BUCKET", "from-env"),
+            ("CDKD_STATE_PREFIX", "pe"),
+        ];
         let s = resolve(dir.path(), &none, &env).expect("resolves");
         assert_eq!(s.app.as_deref(), Some("node env.js"));
         assert_eq!(s.state_bucket.as_deref(), Some("from-env"));
@@ -319,8 +338,16 @@ mod tests {
     #[test]
     fn context_precedence_command_line_over_cdk_json_over_cache() {
         let dir = tempfile::tempdir().expect("tempdir");
-        write(dir.path(), "cdk.json", r#"{"context":{"a":"json","b":"json"}}"#);
-        write(dir.path(), "cdk.context.json", r#"{"a":"cache","b":"cache","c":"cache"}"#);
+        write(
+            dir.path(),
+            "cdk.json",
+            r#"{"context":{"a":"json","b":"json"}}"#,
+        );
+        write(
+            dir.path(),
+            "cdk.context.json",
+            r#"{"a":"cache","b":"cache","c":"cache"}"#,
+        );
         let flags = GlobalOptions {
             context: vec!["b=cli".into(), "n=5".into(), "o={\"x\":true}".into()],
             ..Default::default()
@@ -343,11 +370,15 @@ mod tests {
         assert!(!msg.contains('\n'));
 
         write(dir.path(), "cdk.json", r#"{"app": 5}"#);
-        let msg = resolve(dir.path(), &GlobalOptions::default(), &[]).expect_err("wrong type").to_string();
+        let msg = resolve(dir.path(), &GlobalOptions::default(), &[])
+            .expect_err("wrong type")
+            .to_string();
         assert!(msg.contains("\"app\" must be a string"), "{msg}");
 
         write(dir.path(), "cdk.json", r#"{"context": []}"#);
-        let msg = resolve(dir.path(), &GlobalOptions::default(), &[]).expect_err("wrong type").to_string();
+        let msg = resolve(dir.path(), &GlobalOptions::default(), &[])
+            .expect_err("wrong type")
+            .to_string();
         assert!(msg.contains("\"context\" must be an object"), "{msg}");
 
         write(dir.path(), "cdk.json", "[1]");
@@ -359,7 +390,10 @@ mod tests {
         for bad in ["novalue", "=x", " =x", ""] {
             assert!(parse_context_arg(bad).is_err(), "{bad:?} should be refused");
         }
-        assert_eq!(parse_context_arg("k=").expect("empty value ok").1, Value::String(String::new()));
+        assert_eq!(
+            parse_context_arg("k=").expect("empty value ok").1,
+            Value::String(String::new())
+        );
         assert_eq!(parse_context_arg("k=a=b").expect("ok").1, "a=b");
         assert_eq!(parse_context_arg("k=true").expect("ok").1, true);
         assert_eq!(parse_context_arg("k=\"q\"").expect("ok").1, "q");

@@ -263,7 +263,9 @@ fn remedy(stack: &str, region: &str, offer_orphan: bool) -> String {
             "Inspect it with `cdkd state show {s} --stack-region {r} --json` and repair it, or drop the record and leave every AWS resource standing with `cdkd state orphan {s} --stack-region {r}`{hole}"
         )
     } else {
-        format!("Inspect it with `cdkd state show {s} --stack-region {r} --json` and repair it{hole}")
+        format!(
+            "Inspect it with `cdkd state show {s} --stack-region {r} --json` and repair it{hole}"
+        )
     }
 }
 
@@ -283,7 +285,9 @@ fn list_rows(rows: &[BadRow]) -> String {
 }
 
 fn list_kinds(rows: &[(String, Option<ValueKind>)]) -> String {
-    capped(rows, |(id, kind)| format!("{} ({})", quoted(id), found_text(kind)))
+    capped(rows, |(id, kind)| {
+        format!("{} ({})", quoted(id), found_text(kind))
+    })
 }
 
 fn list_orphans(rows: &[BadOrphan]) -> String {
@@ -324,9 +328,15 @@ mod tests {
             assert!(!text.contains('\n'), "{text}");
             assert!(text.contains("MyStack") || text.contains("a'b"), "{text}");
         }
-        assert!(errors[0].to_string().contains("cdkd state orphan 'MyStack' --stack-region 'us-east-1'"));
-        assert!(errors[1].to_string().contains("'Bad\\u{a}Row' has no string resourceType"));
-        assert!(errors[2].to_string().contains("cdkd state orphan '<stack>'"));
+        assert!(errors[0]
+            .to_string()
+            .contains("cdkd state orphan 'MyStack' --stack-region 'us-east-1'"));
+        assert!(errors[1]
+            .to_string()
+            .contains("'Bad\\u{a}Row' has no string resourceType"));
+        assert!(errors[2]
+            .to_string()
+            .contains("cdkd state orphan '<stack>'"));
         assert_eq!(errors[0].code(), STATE_RESOURCES_MALFORMED);
         assert_eq!(errors[2].code(), STATE_REGION_MISMATCH);
     }
@@ -338,7 +348,10 @@ mod tests {
             region: "r".into(),
             shown: "12".into(),
         };
-        assert_eq!(e.to_string(), "Unsupported state schema version 12. Upgrade cdkd.");
+        assert_eq!(
+            e.to_string(),
+            "Unsupported state schema version 12. Upgrade cdkd."
+        );
         assert_eq!(e.code(), STATE_SCHEMA_UNSUPPORTED);
     }
 

@@ -98,7 +98,10 @@ impl StateKeys {
 
     /// `{prefix}/{stack}/{region}/deployments/`.
     pub fn deployments_prefix(&self, stack: &str, region: &str) -> String {
-        format!("{}{DEPLOYMENTS_DIR}/", self.stack_region_prefix(stack, region))
+        format!(
+            "{}{DEPLOYMENTS_DIR}/",
+            self.stack_region_prefix(stack, region)
+        )
     }
 
     /// The version-1 record key: `{prefix}/{stack}/state.json`.
@@ -177,8 +180,14 @@ mod tests {
     #[test]
     fn layout() {
         let k = StateKeys::default();
-        assert_eq!(k.state("MyStack", "us-east-1"), "cdkd/MyStack/us-east-1/state.json");
-        assert_eq!(k.lock("MyStack", "us-east-1"), "cdkd/MyStack/us-east-1/lock.json");
+        assert_eq!(
+            k.state("MyStack", "us-east-1"),
+            "cdkd/MyStack/us-east-1/state.json"
+        );
+        assert_eq!(
+            k.lock("MyStack", "us-east-1"),
+            "cdkd/MyStack/us-east-1/lock.json"
+        );
         assert_eq!(
             k.rollback_journal("MyStack", "us-east-1"),
             "cdkd/MyStack/us-east-1/rollback-journal.json"
@@ -193,20 +202,32 @@ mod tests {
         );
         assert_eq!(k.legacy_state("MyStack"), "cdkd/MyStack/state.json");
         assert_eq!(k.legacy_lock("MyStack"), "cdkd/MyStack/lock.json");
-        assert_eq!(k.export_index("eu-west-1"), "cdkd/_index/eu-west-1/exports.json");
-        assert_eq!(bootstrap_marker_key("us-east-1"), "cdkd-bootstrap/us-east-1.json");
+        assert_eq!(
+            k.export_index("eu-west-1"),
+            "cdkd/_index/eu-west-1/exports.json"
+        );
+        assert_eq!(
+            bootstrap_marker_key("us-east-1"),
+            "cdkd-bootstrap/us-east-1.json"
+        );
         assert_eq!(
             custom_resource_response_key("cdkd-1756000000000-a1b2c3"),
             "custom-resource-responses/cdkd-1756000000000-a1b2c3.json"
         );
-        assert_eq!(StateKeys::new("team-b").state("S", "r"), "team-b/S/r/state.json");
+        assert_eq!(
+            StateKeys::new("team-b").state("S", "r"),
+            "team-b/S/r/state.json"
+        );
         assert_eq!(StateKeys::new("").state("S", "r"), "/S/r/state.json");
     }
 
     #[test]
     fn state_keys_parse_back() {
         let k = StateKeys::default();
-        for (stack, region) in [("MyStack", "us-east-1"), ("Parent~Child~Grand", "ap-northeast-1")] {
+        for (stack, region) in [
+            ("MyStack", "us-east-1"),
+            ("Parent~Child~Grand", "ap-northeast-1"),
+        ] {
             assert_eq!(
                 k.parse_state_key(&k.state(stack, region)),
                 Some(StackRef {
@@ -238,14 +259,19 @@ mod tests {
         }
         let empty = StateKeys::new("");
         assert_eq!(
-            empty.parse_state_key("/S/r/state.json").map(|r| r.stack_name),
+            empty
+                .parse_state_key("/S/r/state.json")
+                .map(|r| r.stack_name),
             Some("S".to_string())
         );
     }
 
     #[test]
     fn nested_names() {
-        assert_eq!(nested_stack_name("Parent", "ChildStack"), "Parent~ChildStack");
+        assert_eq!(
+            nested_stack_name("Parent", "ChildStack"),
+            "Parent~ChildStack"
+        );
         assert_eq!(
             split_nested_stack_name("Parent~Child~Grand"),
             Some(("Parent~Child", "Grand"))

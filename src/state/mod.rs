@@ -36,5 +36,7 @@ pub use record::{
     StackState, StateImportEntry, StateOutputReadEntry, STATE_SCHEMA_VERSION,
     STATE_SCHEMA_VERSION_LEGACY,
 };
-pub use resource::{BaselineRefusalReason, PathSegment, ProvisionedBy, ResourcePolicy, ResourceState};
+pub use resource::{
+    BaselineRefusalReason, PathSegment, ProvisionedBy, ResourcePolicy, ResourceState,
+};
 pub use value::{Lenient, ValueKind};

@@ -94,8 +94,13 @@ pub fn parse_state(
     stack_name: &str,
     key_region: &str,
 ) -> Result<ParsedState, StateError> {
-    read(bytes, stack_name, KeySource::Regional(key_region), Mode::Strict)?
-        .ok_or_else(|| unreachable_none(stack_name, key_region))
+    read(
+        bytes,
+        stack_name,
+        KeySource::Regional(key_region),
+        Mode::Strict,
+    )?
+    .ok_or_else(|| unreachable_none(stack_name, key_region))
 }
 
 /// Like [`parse_state`], but for a command that never writes state: damaged
@@ -108,8 +113,13 @@ pub fn parse_state_lossy(
     stack_name: &str,
     key_region: &str,
 ) -> Result<ParsedState, StateError> {
-    read(bytes, stack_name, KeySource::Regional(key_region), Mode::Lossy)?
-        .ok_or_else(|| unreachable_none(stack_name, key_region))
+    read(
+        bytes,
+        stack_name,
+        KeySource::Regional(key_region),
+        Mode::Lossy,
+    )?
+    .ok_or_else(|| unreachable_none(stack_name, key_region))
 }
 
 /// Reads the legacy record at `{prefix}/{stack_name}/state.json` for an
@@ -147,7 +157,9 @@ pub enum LegacyRegion {
     None,
     Region(String),
     /// Could not be read; `reason` names a kind, never body content.
-    Unreadable { reason: String },
+    Unreadable {
+        reason: String,
+    },
 }
 
 /// Classifies a legacy record's region without reading the rest of it.
@@ -571,7 +583,12 @@ fn inspect(
             }
             for (index, id) in ids.iter().enumerate() {
                 let Some(id) = id else { continue };
-                if ids.iter().filter(|other| other.as_ref() == Some(id)).count() > 1 {
+                if ids
+                    .iter()
+                    .filter(|other| other.as_ref() == Some(id))
+                    .count()
+                    > 1
+                {
                     bad.push(BadOrphan {
                         index,
                         logical_id: Some(id.clone()),

@@ -42,22 +42,38 @@ pub struct StackState {
     pub imports: Option<Vec<StateImportEntry>>,
     /// v8+: `Fn::GetStackOutput` references (informational). A malformed list
     /// reads as its well-formed entries.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::value::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub output_reads: Option<Lenient<Vec<StateOutputReadEntry>>>,
     /// v9+: which `outputs` keys are export aliases. Absent = not known (every
     /// key importable); `[]` = exports nothing; malformed = exports nothing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::value::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub export_names: Option<Lenient<Vec<Value>>>,
     /// Outputs the last deploy skipped → digest of their template inputs (no
     /// bump). Malformed reads as no record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::value::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub skipped_outputs: Option<Lenient<IndexMap<String, String>>>,
     /// Resources a rollback retained and moved out of `resources` (no bump).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub orphans: Option<Vec<StackOrphanRecord>>,
     /// Deployed verdicts of secret-fed conditions (no bump). Malformed reads
     /// as no record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::value::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub condition_verdicts: Option<Lenient<IndexMap<String, ConditionVerdict>>>,
     /// v6+: set on a nested child's record only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,9 +145,7 @@ impl StackState {
         }
         match &self.export_names {
             None => true,
-            Some(Lenient::Valid(items)) => {
-                items.is_empty() || items.iter().any(Value::is_string)
-            }
+            Some(Lenient::Valid(items)) => items.is_empty() || items.iter().any(Value::is_string),
             Some(Lenient::Malformed(_)) => false,
         }
     }
@@ -207,7 +221,11 @@ pub struct StateOutputReadEntry {
 pub struct StackOrphanRecord {
     pub logical_id: String,
     /// When the rollback dropped it (Unix milliseconds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::value::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub orphaned_at: Option<Lenient<u64>>,
     /// The resource record the rollback discarded, verbatim.
     pub state: ResourceState,

@@ -73,7 +73,10 @@ impl ResourcePolicy {
     /// `Retain` and `RetainExceptOnCreate` keep the AWS resource when cdkd
     /// deletes its record.
     pub fn retains(&self) -> bool {
-        matches!(self, ResourcePolicy::Retain | ResourcePolicy::RetainExceptOnCreate)
+        matches!(
+            self,
+            ResourcePolicy::Retain | ResourcePolicy::RetainExceptOnCreate
+        )
     }
 }
 
@@ -152,11 +155,19 @@ pub struct ResourceState {
     pub accepted_create_only_drops: Option<Vec<String>>,
     /// Per masked property, a hash of its template text (no bump). A malformed
     /// map reads as absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::value::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub masked_property_fingerprints: Option<Lenient<IndexMap<String, String>>>,
     /// Per masked property, a hash of its resolved non-secret inputs bound to
     /// the text hash (no bump). A malformed map reads as absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::value::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub masked_property_input_fingerprints: Option<Lenient<IndexMap<String, String>>>,
     /// Fields this binary does not know, kept for the next write.
     #[serde(flatten)]
@@ -192,7 +203,9 @@ impl ResourceState {
 
     /// Whether the recorded `DeletionPolicy` keeps the AWS resource.
     pub fn retains_on_delete(&self) -> bool {
-        self.deletion_policy.as_ref().is_some_and(ResourcePolicy::retains)
+        self.deletion_policy
+            .as_ref()
+            .is_some_and(ResourcePolicy::retains)
     }
 
     /// `observedBaselineRefused: true` is recorded.
@@ -202,7 +215,9 @@ impl ResourceState {
 
     /// The text fingerprints, or `None` when absent or malformed.
     pub fn masked_property_fingerprints(&self) -> Option<&IndexMap<String, String>> {
-        self.masked_property_fingerprints.as_ref().and_then(Lenient::valid)
+        self.masked_property_fingerprints
+            .as_ref()
+            .and_then(Lenient::valid)
     }
 
     /// The input fingerprints, or `None` when absent or malformed.
@@ -215,7 +230,9 @@ impl ResourceState {
     /// The drift baseline: `observedProperties` when recorded, else
     /// `properties` (the pre-v3 behaviour).
     pub fn drift_baseline(&self) -> &Map<String, Value> {
-        self.observed_properties.as_ref().unwrap_or(&self.properties)
+        self.observed_properties
+            .as_ref()
+            .unwrap_or(&self.properties)
     }
 }
 

@@ -70,6 +70,16 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Lenient<T> {
     }
 }
 
+/// `deserialize_with` for an optional lenient field: a present `null` is a
+/// malformed value to keep, not an absent field.
+pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<Lenient<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Lenient::deserialize(deserializer).map(Some)
+}
+
 /// What kind of JSON value a field holds, named the way a message names it
 /// ("a string", "null", "an array"). A bounded token: safe to print where the
 /// value itself is not.
