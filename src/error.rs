@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use crate::assembly::AssemblyError;
 use crate::aws::AwsError;
 use crate::config::ConfigError;
+use crate::state::StateError;
 use crate::template::TemplateError;
 
 /// How a command ended, as the process exit code.
@@ -36,6 +37,8 @@ pub enum Error {
     Template(#[from] TemplateError),
     #[error(transparent)]
     Aws(#[from] AwsError),
+    #[error(transparent)]
+    State(#[from] StateError),
     /// The command exists in the surface but its engine is not part of this build yet.
     #[error("`cdkd {command}` is not available in this build yet: its engine has not landed; nothing was changed")]
     NotImplemented { command: &'static str },

@@ -315,7 +315,7 @@ impl LockInfo {
         };
         let millis = |v: Option<Value>| -> Option<u64> {
             let f = v?.as_f64()?;
-            (f.is_finite()).then(|| if f <= 0.0 { 0 } else { f as u64 })
+            f.is_finite().then_some(if f <= 0.0 { 0 } else { f as u64 })
         };
         let timestamp = millis(map.shift_remove("timestamp")).unwrap_or(0);
         let expires_at = millis(map.shift_remove("expiresAt"));
