@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use crate::assembly::AssemblyError;
 use crate::aws::AwsError;
 use crate::config::ConfigError;
+use crate::state::backend::BackendError;
+use crate::state::bucket::BucketError;
 use crate::state::StateError;
 use crate::template::TemplateError;
 
@@ -39,6 +41,10 @@ pub enum Error {
     Aws(#[from] AwsError),
     #[error(transparent)]
     State(#[from] StateError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    Bucket(#[from] BucketError),
     /// The command exists in the surface but its engine is not part of this build yet.
     #[error("`cdkd {command}` is not available in this build yet: its engine has not landed; nothing was changed")]
     NotImplemented { command: &'static str },

@@ -2,7 +2,10 @@
 //! obtains what it needs (assembly, clients, state) and returns an exit status; behaviour lives
 //! in the layers below.
 
+mod bootstrap;
 mod list;
+mod orphan_state;
+mod state;
 mod synth;
 
 use std::time::Duration;
@@ -14,6 +17,9 @@ use crate::aws::{ClientOptions, Clients};
 use crate::cli::{Cli, Command, StackSelection};
 use crate::config::{Settings, Sources};
 use crate::error::{Error, ExitStatus, Result};
+use crate::state::backend::S3Backend;
+use crate::state::bucket::{self, StateBucket};
+use crate::state::StateKeys;
 use crate::ui;
 
 /// What every handler shares: merged settings and lazily built AWS clients.
@@ -56,6 +62,21 @@ impl Session {
                     .ok()
             });
         (account, region)
+    }
+
+    /// The state bucket (name and region) this run uses.
+    pub async fn state_bucket(&self) -> Result<StateBucket> {
+        Ok(bucket::resolve(self.clients().await, self.settings.state_bucket.as_deref()).await?)
+    }
+
+    /// The S3 state backend, its client targeted at the bucket's region.
+    pub async fn state_backend(&self) -> Result<S3Backend> {
+        let bucket = self.state_bucket().await?;
+        Ok(S3Backend::connect(
+            self.clients().await,
+            &bucket,
+            StateKeys::new(self.settings.state_prefix.clone()),
+        ))
     }
 
     /// Runs the app (or reads the assembly directory) and returns the loaded assembly.
@@ -121,6 +142,8 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
     match &cli.command {
         Command::Synth(args) => synth::run(&session, args).await,
         Command::List(args) => list::run(&session, args).await,
+        Command::Bootstrap(args) => bootstrap::run(&session, args).await,
+        Command::State(cmd) => state::run(&session, cmd).await,
         other => Err(Error::NotImplemented {
             command: other.name(),
         }),

@@ -59,7 +59,11 @@ impl S3Backend {
     }
 
     pub fn new(client: aws_sdk_s3::Client, bucket: String, keys: StateKeys) -> Self {
-        S3Backend { client, bucket, keys }
+        S3Backend {
+            client,
+            bucket,
+            keys,
+        }
     }
 
     pub fn bucket(&self) -> &str {
@@ -76,32 +80,50 @@ impl S3Backend {
 
     /// Reads an object's bytes and ETag; `None` when the key does not exist.
     pub async fn get_object(&self, key: &str) -> Result<Option<(Vec<u8>, String)>, AwsError> {
-        let out = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
+        let out = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
             Ok(out) => out,
             Err(e) if classify(&e) == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(AwsError::call("s3", "GetObject", self.describe(key), &e)),
         };
         let etag = out.e_tag().unwrap_or_default().to_owned();
-        let body = out
-            .body
-            .collect()
-            .await
-            .map_err(|e| AwsError::Unexpected(format!("reading s3://{}/{key} failed: {e}", self.bucket)))?;
+        let body = out.body.collect().await.map_err(|e| {
+            AwsError::Unexpected(format!("reading s3://{}/{key} failed: {e}", self.bucket))
+        })?;
         Ok(Some((body.into_bytes().to_vec(), etag)))
     }
 
     /// Loads a stack's record for a command that may write it: every malformed shape is refused.
-    pub async fn load(&self, stack: &str, region: &str) -> Result<Option<LoadedState>, BackendError> {
+    pub async fn load(
+        &self,
+        stack: &str,
+        region: &str,
+    ) -> Result<Option<LoadedState>, BackendError> {
         self.load_with(stack, region, false).await
     }
 
     /// Loads a record for a command that only reads it: damage is repaired in memory and listed
     /// in `parsed.defects`; such a record must never be saved.
-    pub async fn load_for_reading(&self, stack: &str, region: &str) -> Result<Option<LoadedState>, BackendError> {
+    pub async fn load_for_reading(
+        &self,
+        stack: &str,
+        region: &str,
+    ) -> Result<Option<LoadedState>, BackendError> {
         self.load_with(stack, region, true).await
     }
 
-    async fn load_with(&self, stack: &str, region: &str, lossy: bool) -> Result<Option<LoadedState>, BackendError> {
+    async fn load_with(
+        &self,
+        stack: &str,
+        region: &str,
+        lossy: bool,
+    ) -> Result<Option<LoadedState>, BackendError> {
         let key = self.keys.state(stack, region);
         if let Some((bytes, etag)) = self.get_object(&key).await? {
             let parsed = if lossy {
@@ -115,11 +137,13 @@ impl S3Backend {
         let Some((bytes, etag)) = self.get_object(&legacy).await? else {
             return Ok(None);
         };
-        Ok(parse_legacy_state(&bytes, stack, region)?.map(|parsed| LoadedState {
-            parsed,
-            etag,
-            key: legacy,
-        }))
+        Ok(
+            parse_legacy_state(&bytes, stack, region)?.map(|parsed| LoadedState {
+                parsed,
+                etag,
+                key: legacy,
+            }),
+        )
     }
 
     /// Writes `state` as the record of `stack` in `region`, stamping version 11 and the key's
@@ -172,7 +196,14 @@ impl S3Backend {
     }
 
     pub async fn delete_object(&self, key: &str) -> Result<(), AwsError> {
-        match self.client.delete_object().bucket(&self.bucket).key(key).send().await {
+        match self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
             Ok(_) => Ok(()),
             Err(e) if classify(&e) == ErrorKind::NotFound => Ok(()),
             Err(e) => Err(AwsError::call("s3", "DeleteObject", self.describe(key), &e)),
@@ -190,7 +221,14 @@ impl S3Backend {
             .into_paginator()
             .send();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| AwsError::call("s3", "ListObjectsV2", self.describe(&self.keys.list_prefix()), &e))?;
+            let page = page.map_err(|e| {
+                AwsError::call(
+                    "s3",
+                    "ListObjectsV2",
+                    self.describe(&self.keys.list_prefix()),
+                    &e,
+                )
+            })?;
             for object in page.contents() {
                 if let Some(r) = object.key().and_then(|k| self.keys.parse_state_key(k)) {
                     refs.push(r);

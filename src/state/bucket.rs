@@ -59,21 +59,36 @@ pub fn location_to_region(constraint: Option<&str>) -> String {
 }
 
 /// The region of `bucket`: cached after the first successful probe; a failed probe is not
-/// cached and answers with the caller's region.
-pub async fn bucket_region(clients: &Clients, bucket: &str) -> String {
+/// cached and answers with the caller's region, except that a bucket S3 says does not exist is
+/// an error naming it.
+pub async fn bucket_region(clients: &Clients, bucket: &str) -> Result<String, BucketError> {
     if let Some(region) = lock_cache().get(bucket) {
-        return region.clone();
+        return Ok(region.clone());
     }
-    let caller = clients.default_region().unwrap_or_else(|| "us-east-1".to_owned());
-    match clients.s3(Some(&caller)).get_bucket_location().bucket(bucket).send().await {
+    let caller = clients
+        .default_region()
+        .unwrap_or_else(|| "us-east-1".to_owned());
+    match clients
+        .s3(Some(&caller))
+        .get_bucket_location()
+        .bucket(bucket)
+        .send()
+        .await
+    {
         Ok(out) => {
             let region = location_to_region(out.location_constraint().map(|c| c.as_str()));
             lock_cache().insert(bucket.to_owned(), region.clone());
-            region
+            Ok(region)
         }
+        Err(e) if crate::aws::error_code(&e) == Some("NoSuchBucket") => Err(BucketError::Missing {
+            bucket: bucket.to_owned(),
+        }),
         Err(e) => {
-            tracing::debug!("GetBucketLocation {bucket} failed ({}); assuming {caller}", AwsError::call("s3", "GetBucketLocation", bucket, &e));
-            caller
+            tracing::debug!(
+                "GetBucketLocation {bucket} failed ({}); assuming {caller}",
+                AwsError::call("s3", "GetBucketLocation", bucket, &e)
+            );
+            Ok(caller)
         }
     }
 }
@@ -87,7 +102,13 @@ fn lock_cache() -> std::sync::MutexGuard<'static, HashMap<String, String>> {
 
 async fn bucket_exists(clients: &Clients, bucket: &str) -> Result<bool, AwsError> {
     let region = clients.default_region();
-    match clients.s3(region.as_deref()).head_bucket().bucket(bucket).send().await {
+    match clients
+        .s3(region.as_deref())
+        .head_bucket()
+        .bucket(bucket)
+        .send()
+        .await
+    {
         Ok(_) => Ok(true),
         Err(e) => match classify(&e) {
             ErrorKind::NotFound => Ok(false),
@@ -99,7 +120,10 @@ async fn bucket_exists(clients: &Clients, bucket: &str) -> Result<bool, AwsError
 }
 
 /// Resolves the state bucket's name (see the module docs) and its region.
-pub async fn resolve(clients: &Clients, configured: Option<&str>) -> Result<StateBucket, BucketError> {
+pub async fn resolve(
+    clients: &Clients,
+    configured: Option<&str>,
+) -> Result<StateBucket, BucketError> {
     let name = match configured {
         Some(name) => name.to_owned(),
         None => {
@@ -123,7 +147,7 @@ pub async fn resolve(clients: &Clients, configured: Option<&str>) -> Result<Stat
             }
         }
     };
-    let region = bucket_region(clients, &name).await;
+    let region = bucket_region(clients, &name).await?;
     Ok(StateBucket { name, region })
 }
 
@@ -141,7 +165,13 @@ mod tests {
 
     #[test]
     fn bucket_names() {
-        assert_eq!(default_bucket_name("123456789012"), "cdkd-state-123456789012");
-        assert_eq!(legacy_bucket_name("123456789012", "us-east-1"), "cdkd-state-123456789012-us-east-1");
+        assert_eq!(
+            default_bucket_name("123456789012"),
+            "cdkd-state-123456789012"
+        );
+        assert_eq!(
+            legacy_bucket_name("123456789012", "us-east-1"),
+            "cdkd-state-123456789012-us-east-1"
+        );
     }
 }

@@ -14,9 +14,9 @@
 //!   lists refused with `STATE_RESOURCES_MALFORMED` ([`StateError`]).
 //! - [`keys`]: the bucket's key layout.
 
-mod check;
 pub mod backend;
 pub mod bucket;
+mod check;
 mod error;
 mod json;
 pub mod keys;
