@@ -9,8 +9,11 @@ use std::process::ExitCode;
 use crate::assembly::AssemblyError;
 use crate::aws::AwsError;
 use crate::config::ConfigError;
+use crate::plan::PlanError;
 use crate::state::backend::BackendError;
 use crate::state::bucket::BucketError;
+use crate::state::edit::EditError;
+use crate::state::lock::LockError;
 use crate::state::StateError;
 use crate::template::TemplateError;
 
@@ -45,6 +48,12 @@ pub enum Error {
     Backend(#[from] BackendError),
     #[error(transparent)]
     Bucket(#[from] BucketError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Edit(#[from] EditError),
     /// The command exists in the surface but its engine is not part of this build yet.
     #[error("`cdkd {command}` is not available in this build yet: its engine has not landed; nothing was changed")]
     NotImplemented { command: &'static str },

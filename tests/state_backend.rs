@@ -501,3 +501,192 @@ async fn without_a_bucket_the_error_says_to_bootstrap() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn state_orphan_refuses_without_confirmation_then_drops_the_record_and_its_exports() {
+    let (client, bucket) = bucket_with_versioning().await;
+    let key = "cdkd/MyAppStack/us-east-1/state.json";
+    put(
+        &client,
+        &bucket,
+        key,
+        std::fs::read(state_fixture("spec-example.json")).expect("fixture"),
+    )
+    .await;
+    let before = get(&client, &bucket, key).await.expect("stored");
+
+    let out = cdkd()
+        .args(["state", "orphan", "MyAppStack", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Refusing without confirmation: pass --yes")
+    );
+    assert_eq!(
+        get(&client, &bucket, key).await.expect("still there"),
+        before,
+        "refusal changes nothing"
+    );
+
+    let out = cdkd()
+        .args([
+            "state",
+            "orphan",
+            "MyAppStack",
+            "--yes",
+            "--state-bucket",
+            &bucket,
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(get(&client, &bucket, key).await.is_none(), "record dropped");
+    assert!(
+        get(&client, &bucket, "cdkd/MyAppStack/us-east-1/lock.json")
+            .await
+            .is_none(),
+        "lock released"
+    );
+}
+
+#[tokio::test]
+async fn state_orphan_of_one_resource_works_on_a_damaged_record_and_keeps_the_rest_as_stored() {
+    let (client, bucket) = bucket_with_versioning().await;
+    let key = "cdkd/MalformedStack/us-east-1/state.json";
+    put(
+        &client,
+        &bucket,
+        key,
+        std::fs::read(state_fixture("malformed-resource-record-string.json")).expect("fixture"),
+    )
+    .await;
+    let out = cdkd()
+        .args([
+            "state",
+            "orphan",
+            "MalformedStack",
+            "--resource",
+            "Broken",
+            "--state-bucket",
+            &bucket,
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (bytes, _) = get(&client, &bucket, key).await.expect("record kept");
+    let v: Value = serde_json::from_slice(&bytes).expect("json");
+    assert!(v["resources"].get("Broken").is_none());
+    assert!(v["resources"].get("Bucket").is_some());
+    // Now the record is healthy again and loads strictly.
+    let backend = S3Backend::new(client.clone(), bucket.clone(), StateKeys::default());
+    backend
+        .load("MalformedStack", "us-east-1")
+        .await
+        .expect("loads")
+        .expect("present");
+
+    let out = cdkd()
+        .args([
+            "state",
+            "orphan",
+            "MalformedStack",
+            "--resource",
+            "Nope",
+            "--state-bucket",
+            &bucket,
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no resource Nope"));
+}
+
+#[tokio::test]
+async fn a_locked_stack_refuses_state_orphan_until_force_unlock() {
+    let (client, bucket) = bucket_with_versioning().await;
+    let key = "cdkd/MyAppStack/us-east-1/state.json";
+    put(
+        &client,
+        &bucket,
+        key,
+        std::fs::read(state_fixture("spec-example.json")).expect("fixture"),
+    )
+    .await;
+    let far_future = 4_102_444_800_000u64; // 2100-01-01
+    let lock = format!(
+        r#"{{"owner":"someone@elsewhere:1","timestamp":1700000000000,"expiresAt":{far_future},"operation":"deploy"}}"#
+    );
+    put(
+        &client,
+        &bucket,
+        "cdkd/MyAppStack/us-east-1/lock.json",
+        lock.into_bytes(),
+    )
+    .await;
+    let before = get(&client, &bucket, key).await.expect("stored");
+
+    let out = cdkd()
+        .args([
+            "state",
+            "orphan",
+            "MyAppStack",
+            "--resource",
+            "MyBucket",
+            "--state-bucket",
+            &bucket,
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("someone@elsewhere:1"),
+        "the holder is named: {err}"
+    );
+    assert_eq!(
+        get(&client, &bucket, key).await.expect("stored"),
+        before,
+        "nothing written under someone else's lock"
+    );
+
+    let out = cdkd()
+        .args(["force-unlock", "MyAppStack", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Unlocked stack MyAppStack (us-east-1)"));
+    assert!(get(&client, &bucket, "cdkd/MyAppStack/us-east-1/lock.json")
+        .await
+        .is_none());
+
+    let out = cdkd()
+        .args([
+            "state",
+            "orphan",
+            "MyAppStack",
+            "--resource",
+            "MyBucket",
+            "--state-bucket",
+            &bucket,
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -3,6 +3,7 @@
 //! in the layers below.
 
 mod bootstrap;
+mod force_unlock;
 mod list;
 mod orphan_state;
 mod state;
@@ -144,6 +145,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::List(args) => list::run(&session, args).await,
         Command::Bootstrap(args) => bootstrap::run(&session, args).await,
         Command::State(cmd) => state::run(&session, cmd).await,
+        Command::ForceUnlock(args) => force_unlock::run(&session, args).await,
         other => Err(Error::NotImplemented {
             command: other.name(),
         }),

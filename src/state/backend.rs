@@ -190,6 +190,34 @@ impl S3Backend {
         Ok(out.e_tag().unwrap_or_default().to_owned())
     }
 
+    /// Writes raw bytes over the object with `etag` (a surgical edit of a stored record).
+    pub async fn put_if_match(
+        &self,
+        (stack, region): (&str, &str),
+        key: &str,
+        body: Vec<u8>,
+        etag: &str,
+    ) -> Result<String, BackendError> {
+        let put = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type("application/json")
+            .if_match(etag)
+            .body(ByteStream::from(body));
+        match put.send().await {
+            Ok(out) => Ok(out.e_tag().unwrap_or_default().to_owned()),
+            Err(e) if classify(&e) == ErrorKind::PreconditionFailed => {
+                Err(BackendError::Conflict {
+                    stack: stack.to_owned(),
+                    region: region.to_owned(),
+                })
+            }
+            Err(e) => Err(AwsError::call("s3", "PutObject", self.describe(key), &e).into()),
+        }
+    }
+
     /// Deletes a stack's record (not its lock or other sidecars).
     pub async fn delete_state(&self, stack: &str, region: &str) -> Result<(), AwsError> {
         self.delete_object(&self.keys.state(stack, region)).await
