@@ -23,6 +23,8 @@ pub mod commands;
 pub mod config;
 pub mod env;
 pub mod error;
+pub mod plan;
+pub mod resolve;
 pub mod state;
 pub mod template;
 pub mod ui;

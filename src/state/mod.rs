@@ -17,10 +17,14 @@
 pub mod backend;
 pub mod bucket;
 mod check;
+pub mod edit;
 mod error;
+pub mod exports;
 mod json;
 pub mod keys;
+pub mod lock;
 mod parse;
+pub mod purge;
 pub mod record;
 pub mod resource;
 mod value;
@@ -30,10 +34,12 @@ pub use error::{
     STATE_REGION_MISMATCH, STATE_RESOURCES_MALFORMED, STATE_SCHEMA_UNSUPPORTED,
 };
 pub use keys::{StackRef, StateKeys, DEFAULT_STATE_PREFIX};
+pub use lock::{HeldLock, LockConfig, LockError, LockManager, ReleaseOutcome, DEFAULT_LOCK_TTL};
 pub use parse::{
     legacy_record_region, parse_legacy_state, parse_state, parse_state_lossy, BodyRegion,
     LegacyRegion, ParsedState,
 };
+pub use purge::{purge_noncurrent_versions, PurgeOutcome};
 pub use record::{
     serialize_state, serialize_state_for, ConditionVerdict, LockInfo, StackOrphanRecord,
     StackState, StateImportEntry, StateOutputReadEntry, STATE_SCHEMA_VERSION,

@@ -88,17 +88,16 @@ impl PurgeOutcome {
     /// failed so nobody knows whether there was one. Removing only delete
     /// markers (which carry no body) does not trigger it.
     pub fn needs_replication_check(&self) -> bool {
-        self.versions_deleted > 0
-            || self
-                .failure
-                .as_ref()
-                .is_some_and(|f| f.listing_incomplete)
+        self.versions_deleted > 0 || self.failure.as_ref().is_some_and(|f| f.listing_incomplete)
     }
 
     /// `key (Code: s3:Action)`, the form the warning lists.
     pub fn failure_description(&self) -> Option<String> {
         let failure = self.failure.as_ref()?;
-        Some(format!("{} ({}: {})", self.key, failure.code, failure.action))
+        Some(format!(
+            "{} ({}: {})",
+            self.key, failure.code, failure.action
+        ))
     }
 
     fn fail(&mut self, code: String, action: &'static str, left: usize, listing: bool) {
@@ -171,7 +170,12 @@ pub async fn purge_noncurrent_versions(client: &Client, bucket: &str, key: &str)
         let next_key = page.next_key_marker().map(str::to_owned);
         let next_version = page.next_version_id_marker().map(str::to_owned);
         if next_key.is_none() && next_version.is_none() {
-            outcome.fail("TruncatedWithoutMarker".into(), LIST_VERSIONS_ACTION, 0, true);
+            outcome.fail(
+                "TruncatedWithoutMarker".into(),
+                LIST_VERSIONS_ACTION,
+                0,
+                true,
+            );
             break;
         }
         if next_key.as_deref().is_some_and(|k| k != key) {
@@ -352,6 +356,7 @@ async fn fetch_rules(client: &Client, bucket: &str) -> FetchedRules {
     }
 }
 
+#[allow(deprecated)] // V1 rules still carry the top-level Prefix
 fn summarize_rule(rule: &aws_sdk_s3::types::ReplicationRule) -> RuleSummary {
     let (prefix, tagged) = match rule.filter() {
         Some(filter) => {
@@ -473,7 +478,9 @@ impl ReplicationProbe {
     /// The process-wide probe ("cached for the rest of the run").
     pub fn shared() -> Arc<ReplicationProbe> {
         static SHARED: OnceLock<Arc<ReplicationProbe>> = OnceLock::new();
-        SHARED.get_or_init(|| Arc::new(ReplicationProbe::new())).clone()
+        SHARED
+            .get_or_init(|| Arc::new(ReplicationProbe::new()))
+            .clone()
     }
 
     /// Checks whether replication covers `keys`, asking S3 at most once per
