@@ -690,3 +690,84 @@ async fn a_locked_stack_refuses_state_orphan_until_force_unlock() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Empties and deletes a bucket if it exists (this test owns the account's default names).
+async fn remove_bucket(client: &aws_sdk_s3::Client, bucket: &str) {
+    if let Ok(versions) = client.list_object_versions().bucket(bucket).send().await {
+        for v in versions.versions() {
+            let _ = client
+                .delete_object()
+                .bucket(bucket)
+                .key(v.key().unwrap_or_default())
+                .set_version_id(v.version_id().map(str::to_owned))
+                .send()
+                .await;
+        }
+        for m in versions.delete_markers() {
+            let _ = client
+                .delete_object()
+                .bucket(bucket)
+                .key(m.key().unwrap_or_default())
+                .set_version_id(m.version_id().map(str::to_owned))
+                .send()
+                .await;
+        }
+    }
+    let _ = client.delete_bucket().bucket(bucket).send().await;
+}
+
+#[tokio::test]
+async fn the_default_bucket_then_the_legacy_name_then_a_bootstrap_error() {
+    let client = s3_client().await;
+    let default = "cdkd-state-123456789012";
+    let legacy = "cdkd-state-123456789012-us-east-1";
+    remove_bucket(&client, default).await;
+    remove_bucket(&client, legacy).await;
+
+    let out = cdkd().args(["state", "list"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("run `cdkd bootstrap` to create cdkd-state-123456789012"),
+        "{err}"
+    );
+
+    client
+        .create_bucket()
+        .bucket(legacy)
+        .send()
+        .await
+        .expect("legacy bucket");
+    put(
+        &client,
+        legacy,
+        "cdkd/Legacy/us-east-1/state.json",
+        std::fs::read(state_fixture("spec-example.json")).expect("fixture"),
+    )
+    .await;
+    let out = cdkd().args(["state", "list"]).output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("Using legacy state bucket name 'cdkd-state-123456789012-us-east-1'"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Legacy"));
+
+    let out = cdkd().args(["bootstrap"]).output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cdkd().args(["state", "info"]).output().expect("runs");
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("State bucket:  cdkd-state-123456789012\n"),
+        "the default wins once it exists"
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("legacy"));
+    remove_bucket(&client, default).await;
+    remove_bucket(&client, legacy).await;
+}

@@ -7,6 +7,7 @@
 mod support;
 
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -114,6 +115,8 @@ fn relay(mut client: TcpStream, upstream: &str) -> std::io::Result<()> {
         std::thread::sleep(Duration::from_millis(1));
     }
     let read_only = head[..seen].starts_with(b"GET ") || head[..seen].starts_with(b"HEAD ");
+    let lose_response =
+        head[..seen].starts_with(b"PUT ") && LOSE_NEXT_PUT_RESPONSE.swap(false, Ordering::SeqCst);
     let _one_at_a_time = (!read_only).then(|| WRITES.lock().unwrap_or_else(|p| p.into_inner()));
     let mut server = TcpStream::connect(upstream)?;
     server.set_nodelay(true)?;
@@ -123,9 +126,16 @@ fn relay(mut client: TcpStream, upstream: &str) -> std::io::Result<()> {
         let _ = request_out.shutdown(Shutdown::Write);
     });
     // The response, until moto closes the connection.
+    if lose_response {
+        std::io::copy(&mut server, &mut std::io::sink())?;
+        return client.shutdown(Shutdown::Both);
+    }
     std::io::copy(&mut server, &mut client)?;
     client.shutdown(Shutdown::Write)
 }
+
+/// The relay applies the next PUT and then drops the connection without its answer.
+static LOSE_NEXT_PUT_RESPONSE: AtomicBool = AtomicBool::new(false);
 
 async fn atomic_writes_client() -> Client {
     let config = aws_sdk_s3::config::Builder::from(&support::sdk_config().await)
@@ -442,6 +452,36 @@ async fn renewal_moves_expires_at_forward_past_the_ttl() {
     assert_eq!(version_counts(&client, &bucket, &key).await, (0, 0, 1));
     // Renewal stopped with the release: nothing re-creates the lock.
     tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(get(&client, &bucket, &key).await.is_none());
+}
+
+#[tokio::test]
+async fn a_renewal_whose_answer_was_lost_is_adopted_not_declared_lost() {
+    let (client, bucket) = new_bucket(true).await;
+    let mgr = LockManager::new(atomic_writes_client().await, &bucket, StateKeys::default())
+        .with_config(LockConfig {
+            renew_interval: Some(Duration::from_millis(200)),
+            ..fast()
+        });
+    let key = lock_key("LostAnswer");
+    let held = mgr
+        .acquire("LostAnswer", REGION, "me@h:1", None, DEFAULT_LOCK_TTL)
+        .await
+        .unwrap();
+    let first_etag = held.etag();
+    // S3 applies the next renewal but its answer never arrives: the retry (or
+    // the next tick) conflicts with this process's own write.
+    LOSE_NEXT_PUT_RESPONSE.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        !LOSE_NEXT_PUT_RESPONSE.load(Ordering::SeqCst),
+        "a renewal ran"
+    );
+    assert!(!held.is_lost());
+    let (bytes, etag) = get(&client, &bucket, &key).await.unwrap();
+    assert_ne!(etag, first_etag);
+    assert_eq!(LockInfo::parse(&bytes).unwrap().owner, "me@h:1");
+    assert_eq!(held.release().await.unwrap(), ReleaseOutcome::Released);
     assert!(get(&client, &bucket, &key).await.is_none());
 }
 
