@@ -24,6 +24,7 @@ pub mod config;
 pub mod env;
 pub mod error;
 pub mod plan;
+pub mod provider;
 pub mod resolve;
 pub mod state;
 pub mod template;
