@@ -7,8 +7,9 @@
 mod support;
 
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::ops::Not;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -19,8 +20,8 @@ use aws_sdk_s3::types::{
 use aws_sdk_s3::Client;
 use cdkd::state::lock::{now_ms, LockConfig, LockError, LockManager, ReleaseOutcome};
 use cdkd::state::purge::{
-    check_replication, purge_noncurrent_versions, PurgeOutcome, ReplicationCheck,
-    ReplicationDestination, ReplicationProbe,
+    check_replication, purge_noncurrent_versions, render_purge_warning, PurgeOutcome,
+    ReplicationCheck, ReplicationDestination, ReplicationProbe, LOCK_OBJECT_DESCRIPTION,
 };
 use cdkd::state::{LockInfo, StateKeys, DEFAULT_LOCK_TTL};
 use support::{s3_client, unique_name};
@@ -70,79 +71,183 @@ fn lock_key(stack: &str) -> String {
     StateKeys::default().lock(stack, REGION)
 }
 
+/// A relay between the SDK and moto, one per test, that also injects the faults the lock must
+/// survive.
+///
 /// moto evaluates If-None-Match / If-Match and then writes without holding a lock in between
 /// (werkzeug serves each request on its own thread), so two concurrent conditional PUTs can
-/// both succeed there, which S3 never allows. The contention test therefore talks to moto
-/// through this relay, which passes writes one at a time (reads stay concurrent), restoring
-/// the atomicity the lock relies on. moto answers `Connection: close`, so one connection
-/// carries one request.
-fn one_write_at_a_time_endpoint() -> String {
-    static RELAY: OnceLock<String> = OnceLock::new();
-    RELAY
-        .get_or_init(|| {
-            let upstream = support::emulator_env()
-                .into_iter()
-                .find(|(k, _)| k == "AWS_ENDPOINT_URL")
-                .map(|(_, v)| v)
-                .expect("AWS_ENDPOINT_URL");
-            let upstream = upstream
-                .trim_start_matches("http://")
-                .trim_end_matches('/')
-                .to_owned();
-            let listener = TcpListener::bind("127.0.0.1:0").expect("bind the relay");
-            let address = listener.local_addr().expect("relay address");
-            std::thread::spawn(move || {
-                for client in listener.incoming().flatten() {
-                    let upstream = upstream.clone();
-                    std::thread::spawn(move || relay(client, &upstream));
-                }
-            });
-            format!("http://{address}")
-        })
-        .clone()
+/// both succeed there, which S3 never allows. The relay passes writes one at a time (reads stay
+/// concurrent), restoring the atomicity the lock relies on. moto answers `Connection: close`,
+/// so one connection carries one request.
+#[derive(Default)]
+struct Relay {
+    writes: Mutex<()>,
+    /// Apply the next PUT, then drop the connection without its answer.
+    lose_next_put_answer: AtomicBool,
+    /// Answer every DELETE carrying If-Match with this status (0: pass it on).
+    refuse_conditional_deletes: AtomicU16,
+    /// Answer every GET with 403.
+    deny_reads: AtomicBool,
+    /// Answer ListObjectVersions with 403.
+    deny_version_listing: AtomicBool,
+    /// Answer DeleteObjects itself, refusing every key: the first with NoSuchVersion, the
+    /// rest with AccessDenied (what a missing s3:DeleteObjectVersion looks like).
+    refuse_version_deletes: AtomicBool,
 }
 
-fn relay(mut client: TcpStream, upstream: &str) -> std::io::Result<()> {
-    static WRITES: Mutex<()> = Mutex::new(());
-    client.set_nodelay(true)?;
-    let mut head = [0u8; 5];
+impl Relay {
+    fn start() -> (Arc<Relay>, String) {
+        let upstream = support::emulator_env()
+            .into_iter()
+            .find(|(k, _)| k == "AWS_ENDPOINT_URL")
+            .map(|(_, v)| v)
+            .expect("AWS_ENDPOINT_URL");
+        let upstream = upstream
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        let relay = Arc::new(Relay::default());
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the relay");
+        let endpoint = format!("http://{}", listener.local_addr().expect("relay address"));
+        let serving = relay.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let (relay, upstream) = (serving.clone(), upstream.clone());
+                std::thread::spawn(move || relay.serve(client, &upstream));
+            }
+        });
+        (relay, endpoint)
+    }
+
+    /// An S3 client that goes through a new relay.
+    async fn client() -> (Arc<Relay>, Client) {
+        let (relay, endpoint) = Relay::start();
+        (relay, relay_client(&endpoint).await)
+    }
+
+    fn serve(&self, mut client: TcpStream, upstream: &str) -> std::io::Result<()> {
+        client.set_nodelay(true)?;
+        let head = peek_head(&client)?;
+        let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        let method = text.split(' ').next().unwrap_or("").to_owned();
+        let request_line = text.lines().next().unwrap_or("").to_owned();
+        if method == "post"
+            && request_line.contains("?delete")
+            && self.refuse_version_deletes.load(Ordering::SeqCst)
+        {
+            return refuse_every_delete(client, &head, &text);
+        }
+        let refuse = match method.as_str() {
+            "get"
+                if request_line.contains("versions")
+                    && self.deny_version_listing.load(Ordering::SeqCst) =>
+            {
+                403
+            }
+            "get" if self.deny_reads.load(Ordering::SeqCst) => 403,
+            "delete" if text.contains("\r\nif-match:") => {
+                self.refuse_conditional_deletes.load(Ordering::SeqCst)
+            }
+            _ => 0,
+        };
+        if refuse != 0 {
+            std::io::Read::read_exact(&mut client, &mut vec![0; head.len()])?;
+            let (code, reason) = match refuse {
+                403 => ("AccessDenied", "Forbidden"),
+                _ => ("NotImplemented", "Not Implemented"),
+            };
+            let body = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>injected by the test relay</Message></Error>");
+            let answer = format!("HTTP/1.1 {refuse} {reason}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+            std::io::Write::write_all(&mut client, answer.as_bytes())?;
+            return client.shutdown(Shutdown::Both);
+        }
+        let lose_answer =
+            method == "put" && self.lose_next_put_answer.swap(false, Ordering::SeqCst);
+        let _one_at_a_time = matches!(method.as_str(), "get" | "head")
+            .not()
+            .then(|| self.writes.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut server = TcpStream::connect(upstream)?;
+        server.set_nodelay(true)?;
+        let (mut request_in, mut request_out) = (client.try_clone()?, server.try_clone()?);
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut request_in, &mut request_out);
+            let _ = request_out.shutdown(Shutdown::Write);
+        });
+        // The answer, until moto closes the connection.
+        if lose_answer {
+            std::io::copy(&mut server, &mut std::io::sink())?;
+            return client.shutdown(Shutdown::Both);
+        }
+        std::io::copy(&mut server, &mut client)?;
+        client.shutdown(Shutdown::Write)
+    }
+}
+
+async fn relay_client(endpoint: &str) -> Client {
+    let config = aws_sdk_s3::config::Builder::from(&support::sdk_config().await)
+        .force_path_style(true)
+        .endpoint_url(endpoint)
+        .build();
+    Client::from_conf(config)
+}
+
+/// Answers a DeleteObjects request with a per-key error for every version it names.
+fn refuse_every_delete(mut client: TcpStream, head: &[u8], text: &str) -> std::io::Result<()> {
+    let length: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    std::io::Read::read_exact(&mut client, &mut vec![0; head.len()])?;
+    let mut body = vec![0; length];
+    std::io::Read::read_exact(&mut client, &mut body)?;
+    let body = String::from_utf8_lossy(&body);
+    let mut errors = String::new();
+    for (i, part) in body.split("<Object>").skip(1).enumerate() {
+        let field = |name: &str| {
+            part.split(&format!("<{name}>"))
+                .nth(1)
+                .and_then(|rest| rest.split(&format!("</{name}>")).next())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let code = if i == 0 {
+            "NoSuchVersion"
+        } else {
+            "AccessDenied"
+        };
+        errors.push_str(&format!(
+            "<Error><Key>{}</Key><VersionId>{}</VersionId><Code>{code}</Code><Message>injected</Message></Error>",
+            field("Key"),
+            field("VersionId")
+        ));
+    }
+    let answer = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{errors}</DeleteResult>"
+    );
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+        answer.len()
+    );
+    std::io::Write::write_all(&mut client, response.as_bytes())?;
+    client.shutdown(Shutdown::Both)
+}
+
+/// The request line and headers, without consuming them.
+fn peek_head(client: &TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 16 * 1024];
     let mut seen = 0;
-    for _ in 0..100 {
-        seen = client.peek(&mut head)?;
-        if seen == head.len() || seen == 0 {
+    for _ in 0..200 {
+        seen = client.peek(&mut buf)?;
+        if seen == 0 {
             break;
+        }
+        if let Some(end) = buf[..seen].windows(4).position(|w| w == b"\r\n\r\n") {
+            return Ok(buf[..end + 4].to_vec());
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    let read_only = head[..seen].starts_with(b"GET ") || head[..seen].starts_with(b"HEAD ");
-    let lose_response =
-        head[..seen].starts_with(b"PUT ") && LOSE_NEXT_PUT_RESPONSE.swap(false, Ordering::SeqCst);
-    let _one_at_a_time = (!read_only).then(|| WRITES.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut server = TcpStream::connect(upstream)?;
-    server.set_nodelay(true)?;
-    let (mut request_in, mut request_out) = (client.try_clone()?, server.try_clone()?);
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut request_in, &mut request_out);
-        let _ = request_out.shutdown(Shutdown::Write);
-    });
-    // The response, until moto closes the connection.
-    if lose_response {
-        std::io::copy(&mut server, &mut std::io::sink())?;
-        return client.shutdown(Shutdown::Both);
-    }
-    std::io::copy(&mut server, &mut client)?;
-    client.shutdown(Shutdown::Write)
-}
-
-/// The relay applies the next PUT and then drops the connection without its answer.
-static LOSE_NEXT_PUT_RESPONSE: AtomicBool = AtomicBool::new(false);
-
-async fn atomic_writes_client() -> Client {
-    let config = aws_sdk_s3::config::Builder::from(&support::sdk_config().await)
-        .force_path_style(true)
-        .endpoint_url(one_write_at_a_time_endpoint())
-        .build();
-    Client::from_conf(config)
+    Ok(buf[..seen].to_vec())
 }
 
 async fn put(client: &Client, bucket: &str, key: &str, body: &[u8]) -> String {
@@ -222,10 +327,12 @@ async fn version_counts(client: &Client, bucket: &str, key: &str) -> (usize, usi
 async fn eight_concurrent_acquirers_one_winner_per_round() {
     let (_, bucket) = new_bucket(true).await;
     let stack = "Contended";
+    // One relay for all eight, so their writes reach moto one at a time, as S3 orders them.
+    let (_relay, endpoint) = Relay::start();
     let mut managers = Vec::new();
     for _ in 0..8 {
         managers.push(
-            LockManager::new(atomic_writes_client().await, &bucket, StateKeys::default())
+            LockManager::new(relay_client(&endpoint).await, &bucket, StateKeys::default())
                 .with_config(fast()),
         );
     }
@@ -458,11 +565,11 @@ async fn renewal_moves_expires_at_forward_past_the_ttl() {
 #[tokio::test]
 async fn a_renewal_whose_answer_was_lost_is_adopted_not_declared_lost() {
     let (client, bucket) = new_bucket(true).await;
-    let mgr = LockManager::new(atomic_writes_client().await, &bucket, StateKeys::default())
-        .with_config(LockConfig {
-            renew_interval: Some(Duration::from_millis(200)),
-            ..fast()
-        });
+    let (relay, relayed) = Relay::client().await;
+    let mgr = LockManager::new(relayed, &bucket, StateKeys::default()).with_config(LockConfig {
+        renew_interval: Some(Duration::from_millis(200)),
+        ..fast()
+    });
     let key = lock_key("LostAnswer");
     let held = mgr
         .acquire("LostAnswer", REGION, "me@h:1", None, DEFAULT_LOCK_TTL)
@@ -471,10 +578,10 @@ async fn a_renewal_whose_answer_was_lost_is_adopted_not_declared_lost() {
     let first_etag = held.etag();
     // S3 applies the next renewal but its answer never arrives: the retry (or
     // the next tick) conflicts with this process's own write.
-    LOSE_NEXT_PUT_RESPONSE.store(true, Ordering::SeqCst);
+    relay.lose_next_put_answer.store(true, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(
-        !LOSE_NEXT_PUT_RESPONSE.load(Ordering::SeqCst),
+        !relay.lose_next_put_answer.load(Ordering::SeqCst),
         "a renewal ran"
     );
     assert!(!held.is_lost());
@@ -483,6 +590,77 @@ async fn a_renewal_whose_answer_was_lost_is_adopted_not_declared_lost() {
     assert_eq!(LockInfo::parse(&bytes).unwrap().owner, "me@h:1");
     assert_eq!(held.release().await.unwrap(), ReleaseOutcome::Released);
     assert!(get(&client, &bucket, &key).await.is_none());
+}
+
+#[tokio::test]
+async fn an_unevaluated_condition_falls_back_only_for_a_lock_still_ours() {
+    let (client, bucket) = new_bucket(true).await;
+    let (relay, relayed) = Relay::client().await;
+    let mgr = LockManager::new(relayed, &bucket, StateKeys::default()).with_config(fast());
+    let direct = manager(&bucket).await;
+    let key = lock_key("Fallback");
+    let acquire = |owner: &'static str| {
+        let mgr = mgr.clone();
+        async move {
+            mgr.acquire("Fallback", REGION, owner, None, DEFAULT_LOCK_TTL)
+                .await
+                .unwrap()
+        }
+    };
+
+    // 501: an endpoint without If-Match on DELETE. Still ours, so deleted without it.
+    relay
+        .refuse_conditional_deletes
+        .store(501, Ordering::SeqCst);
+    let held = acquire("old@h:1").await;
+    assert_eq!(held.release().await.unwrap(), ReleaseOutcome::Released);
+    assert!(get(&client, &bucket, &key).await.is_none());
+    assert_eq!(version_counts(&client, &bucket, &key).await, (0, 0, 1));
+
+    // 403 (a policy turning a genuine 412 into a 403) after a takeover: left alone.
+    relay
+        .refuse_conditional_deletes
+        .store(403, Ordering::SeqCst);
+    let held = acquire("old@h:1").await;
+    assert!(direct.force_unlock("Fallback", REGION).await.unwrap());
+    let theirs = direct
+        .acquire("Fallback", REGION, "new@h:2", None, DEFAULT_LOCK_TTL)
+        .await
+        .unwrap();
+    let before = get(&client, &bucket, &key).await.unwrap();
+    match held.release().await.unwrap() {
+        ReleaseOutcome::NotOurs { holder: Some(h) } => assert_eq!(h.owner, "new@h:2"),
+        other => panic!("expected NotOurs, got {other:?}"),
+    }
+    assert_eq!(get(&client, &bucket, &key).await.unwrap(), before);
+    theirs.release().await.unwrap();
+
+    // 403, and the re-read is denied too: the release refuses and deletes nothing.
+    let held = acquire("old@h:1").await;
+    relay.deny_reads.store(true, Ordering::SeqCst);
+    let err = held.release().await.unwrap_err();
+    relay.deny_reads.store(false, Ordering::SeqCst);
+    assert!(matches!(err, LockError::ReleaseUnverified { .. }), "{err}");
+    assert!(err.to_string().contains("`cdkd force-unlock Fallback`"));
+    let (bytes, _) = get(&client, &bucket, &key).await.unwrap();
+    assert_eq!(LockInfo::parse(&bytes).unwrap().owner, "old@h:1");
+    assert_eq!(
+        held.release().await.unwrap(),
+        ReleaseOutcome::AlreadyReleased
+    );
+    assert!(direct.force_unlock("Fallback", REGION).await.unwrap());
+
+    // The expired-lock reap has no fallback: it reports, and the lock stays.
+    let expired = br#"{"owner":"ghost@old:1","timestamp":1,"expiresAt":2}"#;
+    put(&client, &bucket, &key, expired).await;
+    let err = mgr
+        .acquire("Fallback", REGION, "new@h:3", None, DEFAULT_LOCK_TTL)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::Reap { .. }), "{err}");
+    assert!(err.to_string().contains("ghost@old:1"), "{err}");
+    assert!(err.to_string().contains("`cdkd force-unlock Fallback`"));
+    assert_eq!(get(&client, &bucket, &key).await.unwrap().0, expired);
 }
 
 #[tokio::test]
@@ -709,6 +887,58 @@ async fn the_purge_spares_the_current_version_and_neighbouring_keys() {
         .failure_description()
         .unwrap()
         .ends_with("s3:ListBucketVersions)"));
+}
+
+#[tokio::test]
+async fn purge_failures_are_reported_per_key_never_thrown() {
+    let (client, bucket) = new_bucket(true).await;
+    let (relay, relayed) = Relay::client().await;
+    let key = "cdkd/S/us-east-1/lock.json";
+    for body in [&b"1"[..], b"2", b"3", b"4"] {
+        put(&client, &bucket, key, body).await;
+    }
+
+    // Missing s3:DeleteObjectVersion: DeleteObjects succeeds overall and refuses per key.
+    relay.refuse_version_deletes.store(true, Ordering::SeqCst);
+    let outcome = purge_noncurrent_versions(&relayed, &bucket, key).await;
+    let failure = outcome
+        .failure
+        .clone()
+        .expect("per-key refusals are failures");
+    assert_eq!(failure.code, "AccessDenied");
+    assert_eq!(failure.action, "s3:DeleteObjectVersion");
+    assert_eq!(failure.versions_left, 2);
+    assert!(!failure.listing_incomplete);
+    // The NoSuchVersion one counts as removed.
+    assert_eq!(outcome.versions_deleted, 1);
+    let text = render_purge_warning(&bucket, LOCK_OBJECT_DESCRIPTION, &[outcome]).unwrap();
+    assert!(
+        text.ends_with(&format!(
+            "Failures: {key} (AccessDenied: s3:DeleteObjectVersion)"
+        )),
+        "{text}"
+    );
+    assert_eq!(version_counts(&client, &bucket, key).await, (3, 0, 1));
+
+    // Missing s3:ListBucketVersions: nothing is deleted, the outcome says so.
+    relay.refuse_version_deletes.store(false, Ordering::SeqCst);
+    relay.deny_version_listing.store(true, Ordering::SeqCst);
+    let outcome = purge_noncurrent_versions(&relayed, &bucket, key).await;
+    assert_eq!(
+        outcome.failure_description().unwrap(),
+        format!("{key} (AccessDenied: s3:ListBucketVersions)")
+    );
+    assert!(outcome.needs_replication_check());
+    assert_eq!(version_counts(&client, &bucket, key).await, (3, 0, 1));
+
+    // A release whose purge fails still releases (the failure goes to debug).
+    let mgr = LockManager::new(relayed, &bucket, StateKeys::default()).with_config(fast());
+    let held = mgr
+        .acquire("Denied", REGION, "me@h:1", None, DEFAULT_LOCK_TTL)
+        .await
+        .unwrap();
+    assert_eq!(held.release().await.unwrap(), ReleaseOutcome::Released);
+    assert!(get(&client, &bucket, &lock_key("Denied")).await.is_none());
 }
 
 #[tokio::test]
