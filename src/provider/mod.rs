@@ -1,6 +1,170 @@
-//! The provider layer: how cdkd creates, updates, reads and deletes each resource, through
-//! the service SDKs or the Cloud Control API. The providers themselves are still to come;
-//! for now this holds [`schema`], the registry metadata (identifiers, create-only,
-//! write-only and read-only properties) they will rely on.
+//! The provider layer: how cdkd creates, updates, reads and deletes each resource.
+//!
+//! Every type goes through one [`Provider`]: a dedicated SDK provider when cdkd has one (fast,
+//! synchronous calls), the Cloud Control provider otherwise (broad). The [`Registry`] makes that
+//! choice once per type and records it as `provisionedBy` (`sdk` or `cc-api`); a type neither
+//! can handle is refused before anything is created. [`schema`] holds the registry metadata
+//! (identifiers, create-only, write-only, read-only properties) both routes rely on.
 
+pub mod naming;
+mod registry;
 pub mod schema;
+
+pub use registry::{Registry, Route, UnsupportedType};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::aws::{AwsError, Clients};
+
+/// Where and for whom a resource is provisioned.
+pub struct ProviderContext<'a> {
+    pub clients: &'a Clients,
+    pub stack_name: &'a str,
+    pub region: &'a str,
+    pub account_id: &'a str,
+    pub partition: &'a str,
+    /// Skip the long stabilization waits (`--no-wait`).
+    pub no_wait: bool,
+}
+
+/// One resource as the template declares it, its properties fully resolved.
+#[derive(Debug, Clone)]
+pub struct ResourceRequest<'a> {
+    pub logical_id: &'a str,
+    pub resource_type: &'a str,
+    pub properties: &'a Map<String, Value>,
+    /// Idempotency token for create calls that accept one (Cloud Control's ClientToken).
+    pub client_token: Option<&'a str>,
+}
+
+/// What a provider reports after creating, updating or importing a resource.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Provisioned {
+    /// The id state records: for composite identifiers the parts joined with `|`.
+    pub physical_id: String,
+    /// The values `Fn::GetAtt` reads (and `Ref` where it differs from the physical id, under
+    /// the key [`REF_ATTRIBUTE`]).
+    pub attributes: Map<String, Value>,
+}
+
+/// Attribute key under which a provider stores what `Ref` returns when it is not the
+/// physical id (e.g. a composite id whose Ref is one part).
+pub const REF_ATTRIBUTE: &str = "Ref";
+
+/// The result of an update request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpdateOutcome {
+    Updated(Provisioned),
+    /// The change cannot be made in place; the engine replaces the resource.
+    NeedsReplacement { reason: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("{logical_id} ({resource_type}): {message}")]
+    Failed {
+        logical_id: String,
+        resource_type: String,
+        message: String,
+    },
+    #[error("{logical_id} ({resource_type}): {source}")]
+    Aws {
+        logical_id: String,
+        resource_type: String,
+        #[source]
+        source: AwsError,
+    },
+    #[error("{logical_id} ({resource_type}): timed out after {seconds} s: {detail}")]
+    Timeout {
+        logical_id: String,
+        resource_type: String,
+        seconds: u64,
+        detail: String,
+    },
+    #[error("{logical_id} ({resource_type}): property {property} is required")]
+    MissingProperty {
+        logical_id: String,
+        resource_type: String,
+        property: String,
+    },
+}
+
+impl ProviderError {
+    pub fn failed(req: &ResourceRequest<'_>, message: impl Into<String>) -> Self {
+        ProviderError::Failed {
+            logical_id: req.logical_id.to_owned(),
+            resource_type: req.resource_type.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    pub fn aws(req: &ResourceRequest<'_>, source: AwsError) -> Self {
+        ProviderError::Aws {
+            logical_id: req.logical_id.to_owned(),
+            resource_type: req.resource_type.to_owned(),
+            source,
+        }
+    }
+
+    pub fn missing(req: &ResourceRequest<'_>, property: &str) -> Self {
+        ProviderError::MissingProperty {
+            logical_id: req.logical_id.to_owned(),
+            resource_type: req.resource_type.to_owned(),
+            property: property.to_owned(),
+        }
+    }
+}
+
+/// Create, update, delete, read and import for one or more resource types.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// The types this provider serves.
+    fn resource_types(&self) -> &'static [&'static str];
+
+    /// Creates the resource and returns its physical id and attributes.
+    async fn create(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>) -> Result<Provisioned, ProviderError>;
+
+    /// Moves the resource from `previous` properties to `req.properties` in place, or says it
+    /// needs replacement.
+    async fn update(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+        previous: &Map<String, Value>,
+    ) -> Result<UpdateOutcome, ProviderError>;
+
+    /// Deletes the resource; one that is already gone is success.
+    async fn delete(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<(), ProviderError>;
+
+    /// Reads the resource's current properties as CloudFormation would name them; `None` when
+    /// it does not exist.
+    async fn read(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Option<Map<String, Value>>, ProviderError>;
+
+    /// Adopts an existing resource by physical id: its attributes as a create would report.
+    async fn import(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Provisioned, ProviderError>;
+}
+
+/// Types that are not resources at all (the CDK's metadata) and are skipped.
+pub const NON_RESOURCE_TYPES: &[&str] = &["AWS::CDK::Metadata"];
+
+/// Whether a template entry of this type is skipped rather than provisioned.
+pub fn is_skipped_type(resource_type: &str) -> bool {
+    NON_RESOURCE_TYPES.contains(&resource_type)
+}
