@@ -3,7 +3,8 @@
 Run it with the Python of the emulator venv (scripts/emulator does this):
 
     emulator.py serve --host 127.0.0.1 --port 5000 [--latency-ms N]
-        Serve moto's WSGI app with werkzeug, delaying every request by N ms.
+        Serve moto's WSGI app with werkzeug, delaying every request by N ms, with the
+        Cloud Control API emulator (cloudcontrol_emulator.py) in front of it.
     emulator.py free-port [--host 127.0.0.1]
         Print a TCP port that is free right now.
     emulator.py wait URL [--timeout S] [--pid PID]
@@ -114,12 +115,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = DomainDispatcherApplication(create_backend_app)
     app.debug = True  # type: ignore[attr-defined]
 
-    served = app
+    # The Cloud Control API, which moto lacks, answered in front of moto on the same port
+    # (scripts/cloudcontrol_emulator.py); every other request goes to moto unchanged.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cloudcontrol_emulator import wrap as with_cloudcontrol
+
+    served = with_cloudcontrol(app)
     if args.latency_ms > 0:
-        served = LatencyMiddleware(app, args.latency_ms / 1000.0)
+        served = LatencyMiddleware(served, args.latency_ms / 1000.0)
 
     print(
-        f"cdkd emulator: moto on http://{args.host}:{args.port} "
+        f"cdkd emulator: moto + Cloud Control on http://{args.host}:{args.port} "
         f"latency={args.latency_ms}ms pid={os.getpid()}",
         file=sys.stderr,
         flush=True,

@@ -114,6 +114,14 @@ impl Clients {
         aws_sdk_cloudformation::Client::new(&self.config(region))
     }
 
+    pub fn ssm(&self, region: Option<&str>) -> aws_sdk_ssm::Client {
+        aws_sdk_ssm::Client::new(&self.config(region))
+    }
+
+    pub fn secretsmanager(&self, region: Option<&str>) -> aws_sdk_secretsmanager::Client {
+        aws_sdk_secretsmanager::Client::new(&self.config(region))
+    }
+
     pub fn cloudcontrol(&self, region: Option<&str>) -> aws_sdk_cloudcontrol::Client {
         aws_sdk_cloudcontrol::Client::new(&self.config(region))
     }

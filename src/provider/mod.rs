@@ -43,14 +43,9 @@ pub struct ResourceRequest<'a> {
 pub struct Provisioned {
     /// The id state records: for composite identifiers the parts joined with `|`.
     pub physical_id: String,
-    /// The values `Fn::GetAtt` reads (and `Ref` where it differs from the physical id, under
-    /// the key [`REF_ATTRIBUTE`]).
+    /// The values `Fn::GetAtt` reads, by attribute name (`Arn`, `Endpoint.Address`).
     pub attributes: Map<String, Value>,
 }
-
-/// Attribute key under which a provider stores what `Ref` returns when it is not the
-/// physical id (e.g. a composite id whose Ref is one part).
-pub const REF_ATTRIBUTE: &str = "Ref";
 
 /// The result of an update request.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,6 +116,13 @@ impl ProviderError {
 pub trait Provider: Send + Sync {
     /// The types this provider serves.
     fn resource_types(&self) -> &'static [&'static str];
+
+    /// What CloudFormation's `Ref` returns for a resource recorded with `physical_id`. Most
+    /// types return the physical id itself; composite ids translate back to CloudFormation's
+    /// value (often one segment), sometimes from a recorded attribute.
+    fn ref_value(&self, _resource_type: &str, physical_id: &str, _attributes: &Map<String, Value>) -> Value {
+        Value::String(physical_id.to_owned())
+    }
 
     /// Creates the resource and returns its physical id and attributes.
     async fn create(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>) -> Result<Provisioned, ProviderError>;

@@ -22,10 +22,13 @@
 mod cidr;
 mod conditions;
 mod context;
+pub mod dynamic;
 mod error;
+pub mod external;
 mod functions;
 mod lookup;
 mod params;
+mod prefetch;
 mod sub;
 
 use serde_json::{Map, Value};
@@ -37,7 +40,10 @@ pub use error::{LookupError, ResolveError, ResolveErrorKind, ResolveWarning};
 pub use lookup::{
     ExternalLookup, NoExternalLookup, NoResources, ResourceLookup, StackOutputRequest,
 };
+pub use dynamic::{substitute_dynamic_references, DynamicLookup, DynamicReference, SecretsMap};
+pub use external::ExternalReader;
 pub use params::{bind_parameters, BoundParameters, ParameterOverride, ParameterValue};
+pub use prefetch::{prefetch, PrefetchedLookup, PrefetchedStack};
 
 use crate::template::Template;
 
@@ -364,6 +370,8 @@ pub fn intrinsic(v: &Value) -> Option<(&str, &Value)> {
 mod cidr_tests;
 #[cfg(test)]
 mod conditions_tests;
+#[cfg(test)]
+mod dynamic_tests;
 #[cfg(test)]
 mod fixtures_tests;
 #[cfg(test)]
