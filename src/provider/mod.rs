@@ -7,8 +7,10 @@
 //! (identifiers, create-only, write-only, read-only properties) both routes rely on.
 
 pub mod naming;
+pub mod props;
 mod registry;
 pub mod schema;
+pub mod sdk;
 
 pub use registry::{Registry, Route, UnsupportedType};
 
