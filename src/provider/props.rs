@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn typed_access_with_cloudformation_coercions() {
-        let m = json!({"A": "x", "N": "5", "B": "true", "L": ["a", 1], "T": [{"Key": "k", "Value": "v"}], "Null": null, "O": {"x": 1}})
+        let m = json!({"A": "x", "N": "5", "B": "true", "L": ["a", 1], "Tags": [{"Key": "k", "Value": "v"}], "Null": null, "O": {"x": 1}})
             .as_object()
             .cloned()
             .expect("object");
