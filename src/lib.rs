@@ -21,6 +21,7 @@ pub mod aws;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod engine;
 pub mod env;
 pub mod error;
 pub mod plan;

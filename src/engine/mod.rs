@@ -1,0 +1,4 @@
+//! Orchestrations over one concurrent DAG walker: deploy, destroy, diff, scrub and import are
+//! built on [`walk`], so every command gets the same scheduling, failure and cancellation rules.
+
+pub mod walk;
