@@ -6,6 +6,7 @@
 //! can handle is refused before anything is created. [`schema`] holds the registry metadata
 //! (identifiers, create-only, write-only, read-only properties) both routes rely on.
 
+pub mod cloudcontrol;
 pub mod naming;
 pub mod props;
 mod registry;
@@ -54,7 +55,9 @@ pub struct Provisioned {
 pub enum UpdateOutcome {
     Updated(Provisioned),
     /// The change cannot be made in place; the engine replaces the resource.
-    NeedsReplacement { reason: String },
+    NeedsReplacement {
+        reason: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,12 +125,21 @@ pub trait Provider: Send + Sync {
     /// What CloudFormation's `Ref` returns for a resource recorded with `physical_id`. Most
     /// types return the physical id itself; composite ids translate back to CloudFormation's
     /// value (often one segment), sometimes from a recorded attribute.
-    fn ref_value(&self, _resource_type: &str, physical_id: &str, _attributes: &Map<String, Value>) -> Value {
+    fn ref_value(
+        &self,
+        _resource_type: &str,
+        physical_id: &str,
+        _attributes: &Map<String, Value>,
+    ) -> Value {
         Value::String(physical_id.to_owned())
     }
 
     /// Creates the resource and returns its physical id and attributes.
-    async fn create(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>) -> Result<Provisioned, ProviderError>;
+    async fn create(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+    ) -> Result<Provisioned, ProviderError>;
 
     /// Moves the resource from `previous` properties to `req.properties` in place, or says it
     /// needs replacement.
