@@ -85,6 +85,28 @@ class LatencyMiddleware:
         return self.app(environ, start_response)
 
 
+class AtomicConditionalWrites:
+    """WSGI middleware: serialize conditional writes (If-Match / If-None-Match on PUT, POST and
+    DELETE), which S3 applies atomically but moto checks-then-writes without a lock, so two
+    racing writers could both win. Reads and unconditional writes stay concurrent. The lock
+    covers the whole response body, which is where moto may do the write."""
+
+    def __init__(self, app) -> None:
+        import threading
+
+        self.app = app
+        self.lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        conditional = environ.get("REQUEST_METHOD") in ("PUT", "POST", "DELETE") and (
+            "HTTP_IF_MATCH" in environ or "HTTP_IF_NONE_MATCH" in environ
+        )
+        if not conditional:
+            return self.app(environ, start_response)
+        with self.lock:
+            return list(self.app(environ, start_response))
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     # Own session: a Ctrl-C in the shell that ran `scripts/emulator start` must not
     # reach the server; `scripts/emulator stop` ends it by pid.
@@ -120,7 +142,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from cloudcontrol_emulator import wrap as with_cloudcontrol
 
-    served = with_cloudcontrol(app)
+    served = with_cloudcontrol(AtomicConditionalWrites(app))
     if args.latency_ms > 0:
         served = LatencyMiddleware(served, args.latency_ms / 1000.0)
 
