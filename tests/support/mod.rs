@@ -6,6 +6,8 @@
 //! the clients go through the SDK's ordinary configuration chain, like cdkd itself.
 #![allow(dead_code)] // each test file uses a different subset
 
+pub mod http;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
