@@ -18,18 +18,78 @@ pub struct NameRules {
     pub suffix: &'static str,
 }
 
-pub const S3_BUCKET: NameRules = NameRules { max_len: 63, lowercase: true, extra_chars: "-", suffix: "" };
-pub const SQS_QUEUE: NameRules = NameRules { max_len: 80, lowercase: false, extra_chars: "-_", suffix: "" };
-pub const SQS_FIFO_QUEUE: NameRules = NameRules { max_len: 80, lowercase: false, extra_chars: "-_", suffix: ".fifo" };
-pub const SNS_TOPIC: NameRules = NameRules { max_len: 256, lowercase: false, extra_chars: "-_", suffix: "" };
-pub const SNS_FIFO_TOPIC: NameRules = NameRules { max_len: 256, lowercase: false, extra_chars: "-_", suffix: ".fifo" };
-pub const IAM_NAME: NameRules = NameRules { max_len: 64, lowercase: false, extra_chars: "+=,.@-_", suffix: "" };
-pub const IAM_POLICY_NAME: NameRules = NameRules { max_len: 128, lowercase: false, extra_chars: "+=,.@-_", suffix: "" };
-pub const LAMBDA_FUNCTION: NameRules = NameRules { max_len: 64, lowercase: false, extra_chars: "-_", suffix: "" };
-pub const DYNAMODB_TABLE: NameRules = NameRules { max_len: 255, lowercase: false, extra_chars: "-_.", suffix: "" };
-pub const LOG_GROUP: NameRules = NameRules { max_len: 512, lowercase: false, extra_chars: "-_./#", suffix: "" };
-pub const SSM_PARAMETER: NameRules = NameRules { max_len: 1011, lowercase: false, extra_chars: "-_.", suffix: "" };
-pub const SECRET: NameRules = NameRules { max_len: 512, lowercase: false, extra_chars: "-_/+=.@", suffix: "" };
+pub const S3_BUCKET: NameRules = NameRules {
+    max_len: 63,
+    lowercase: true,
+    extra_chars: "-",
+    suffix: "",
+};
+pub const SQS_QUEUE: NameRules = NameRules {
+    max_len: 80,
+    lowercase: false,
+    extra_chars: "-_",
+    suffix: "",
+};
+pub const SQS_FIFO_QUEUE: NameRules = NameRules {
+    max_len: 80,
+    lowercase: false,
+    extra_chars: "-_",
+    suffix: ".fifo",
+};
+pub const SNS_TOPIC: NameRules = NameRules {
+    max_len: 256,
+    lowercase: false,
+    extra_chars: "-_",
+    suffix: "",
+};
+pub const SNS_FIFO_TOPIC: NameRules = NameRules {
+    max_len: 256,
+    lowercase: false,
+    extra_chars: "-_",
+    suffix: ".fifo",
+};
+pub const IAM_NAME: NameRules = NameRules {
+    max_len: 64,
+    lowercase: false,
+    extra_chars: "+=,.@-_",
+    suffix: "",
+};
+pub const IAM_POLICY_NAME: NameRules = NameRules {
+    max_len: 128,
+    lowercase: false,
+    extra_chars: "+=,.@-_",
+    suffix: "",
+};
+pub const LAMBDA_FUNCTION: NameRules = NameRules {
+    max_len: 64,
+    lowercase: false,
+    extra_chars: "-_",
+    suffix: "",
+};
+pub const DYNAMODB_TABLE: NameRules = NameRules {
+    max_len: 255,
+    lowercase: false,
+    extra_chars: "-_.",
+    suffix: "",
+};
+pub const LOG_GROUP: NameRules = NameRules {
+    max_len: 512,
+    lowercase: false,
+    extra_chars: "-_./#",
+    suffix: "",
+};
+pub const SSM_PARAMETER: NameRules = NameRules {
+    max_len: 1011,
+    lowercase: false,
+    extra_chars: "-_.",
+    suffix: "",
+};
+pub const SECRET: NameRules = NameRules {
+    max_len: 512,
+    lowercase: false,
+    extra_chars: "-_/+=.@",
+    suffix: "",
+};
 
 const RANDOM_LEN: usize = 12;
 
@@ -43,7 +103,13 @@ pub fn compose(stack_name: &str, logical_id: &str, token: &str, rules: NameRules
     let clean = |s: &str| -> String {
         s.chars()
             .filter(|c| c.is_ascii_alphanumeric() || rules.extra_chars.contains(*c))
-            .map(|c| if rules.lowercase { c.to_ascii_lowercase() } else { c })
+            .map(|c| {
+                if rules.lowercase {
+                    c.to_ascii_lowercase()
+                } else {
+                    c
+                }
+            })
             .collect()
     };
     let token: String = clean(token);
@@ -52,9 +118,16 @@ pub fn compose(stack_name: &str, logical_id: &str, token: &str, rules: NameRules
     let fixed = token.len() + rules.suffix.len() + 2;
     let budget = rules.max_len.saturating_sub(fixed);
     // Give the logical id at least half the room; the stack name gets what is left.
-    let logical_len = logical.len().min(budget.saturating_sub(stack.len().min(budget / 2)));
+    let logical_len = logical
+        .len()
+        .min(budget.saturating_sub(stack.len().min(budget / 2)));
     let stack_len = stack.len().min(budget.saturating_sub(logical_len));
-    let mut name = format!("{}-{}-{}", &stack[..stack_len], &logical[..logical_len], token);
+    let mut name = format!(
+        "{}-{}-{}",
+        &stack[..stack_len],
+        &logical[..logical_len],
+        token
+    );
     if rules.lowercase {
         name = name.to_ascii_lowercase();
     }
@@ -65,7 +138,10 @@ pub fn compose(stack_name: &str, logical_id: &str, token: &str, rules: NameRules
 /// Twelve upper-case letters and digits, unique per call.
 pub fn random_token(seed: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
     let mut hasher = Sha256::new();
     hasher.update(nanos.to_le_bytes());
     hasher.update(std::process::id().to_le_bytes());
@@ -89,11 +165,28 @@ mod tests {
         let n = compose("MyStack", "MyBucket", "ABCDEF123456", S3_BUCKET);
         assert_eq!(n, "mystack-mybucket-abcdef123456");
         let long = "S".repeat(100);
-        for rules in [S3_BUCKET, SQS_QUEUE, SQS_FIFO_QUEUE, IAM_NAME, LAMBDA_FUNCTION] {
+        for rules in [
+            S3_BUCKET,
+            SQS_QUEUE,
+            SQS_FIFO_QUEUE,
+            IAM_NAME,
+            LAMBDA_FUNCTION,
+        ] {
             let n = compose(&long, &"L".repeat(100), "ABCDEF123456", rules);
             assert!(n.len() <= rules.max_len, "{n} ({})", n.len());
-            assert!(n.ends_with(&format!("-{}{}", if rules.lowercase { "abcdef123456" } else { "ABCDEF123456" }, rules.suffix)));
-            assert!(n.contains("-LLLL") || n.contains("-llll"), "logical id kept: {n}");
+            assert!(n.ends_with(&format!(
+                "-{}{}",
+                if rules.lowercase {
+                    "abcdef123456"
+                } else {
+                    "ABCDEF123456"
+                },
+                rules.suffix
+            )));
+            assert!(
+                n.contains("-LLLL") || n.contains("-llll"),
+                "logical id kept: {n}"
+            );
         }
         assert_eq!(compose("A B", "Q/x", "T", SQS_QUEUE), "AB-Qx-T");
         assert!(compose("s", "q", "T", SQS_FIFO_QUEUE).ends_with(".fifo"));
@@ -105,6 +198,8 @@ mod tests {
         let b = random_token("x");
         assert_ne!(a, b);
         assert_eq!(a.len(), 12);
-        assert!(a.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
+        assert!(a
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
     }
 }

@@ -32,15 +32,23 @@ impl<'a> Props<'a> {
     }
 
     pub fn required_str(&self, name: &str) -> Result<String, ProviderError> {
-        self.str(name)?.ok_or_else(|| ProviderError::missing(self.req, name))
+        self.str(name)?
+            .ok_or_else(|| ProviderError::missing(self.req, name))
     }
 
     /// An integer property (CloudFormation also accepts numeric strings).
     pub fn i64(&self, name: &str) -> Result<Option<i64>, ProviderError> {
         match self.get(name) {
             None => Ok(None),
-            Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| self.wrong(name, "an integer")),
-            Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| self.wrong(name, "an integer")),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| self.wrong(name, "an integer")),
+            Some(Value::String(s)) => s
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| self.wrong(name, "an integer")),
             Some(_) => Err(self.wrong(name, "an integer")),
         }
     }
@@ -131,11 +139,17 @@ pub fn changed(previous: &Map<String, Value>, desired: &Map<String, Value>, name
 }
 
 /// The names of the top-level properties that differ.
-pub fn changed_properties(previous: &Map<String, Value>, desired: &Map<String, Value>) -> Vec<String> {
+pub fn changed_properties(
+    previous: &Map<String, Value>,
+    desired: &Map<String, Value>,
+) -> Vec<String> {
     let mut names: Vec<String> = previous.keys().chain(desired.keys()).cloned().collect();
     names.sort();
     names.dedup();
-    names.into_iter().filter(|n| changed(previous, desired, n)).collect()
+    names
+        .into_iter()
+        .filter(|n| changed(previous, desired, n))
+        .collect()
 }
 
 #[cfg(test)]
@@ -174,7 +188,10 @@ mod tests {
 
     #[test]
     fn change_detection_ignores_nulls() {
-        let a = json!({"A": 1, "B": null}).as_object().cloned().expect("object");
+        let a = json!({"A": 1, "B": null})
+            .as_object()
+            .cloned()
+            .expect("object");
         let b = json!({"A": 2}).as_object().cloned().expect("object");
         assert_eq!(changed_properties(&a, &b), ["A"]);
     }

@@ -7,11 +7,40 @@
 //! CloudFormation returns; eventual consistency (a new IAM role not yet assumable) is retried
 //! with bounded backoff, never slept on blindly.
 
+mod dynamodb;
+mod iam;
+mod lambda;
+mod logs;
+mod s3;
+mod secretsmanager;
+mod sns;
+mod sqs;
+mod ssm;
+
 use std::sync::Arc;
 
 use super::Provider;
 
 /// Every SDK provider, for [`super::Registry::with_sdk`].
 pub fn all() -> Vec<Arc<dyn Provider>> {
-    vec![]
+    vec![
+        Arc::new(dynamodb::DynamoDbTableProvider),
+        Arc::new(iam::RoleProvider),
+        Arc::new(iam::PolicyProvider),
+        Arc::new(iam::ManagedPolicyProvider),
+        Arc::new(iam::InstanceProfileProvider),
+        Arc::new(lambda::FunctionProvider),
+        Arc::new(lambda::PermissionProvider),
+        Arc::new(lambda::UrlProvider),
+        Arc::new(lambda::VersionProvider),
+        Arc::new(lambda::AliasProvider),
+        Arc::new(lambda::EventSourceMappingProvider),
+        Arc::new(logs::LogsProvider),
+        Arc::new(s3::BucketProvider),
+        Arc::new(s3::BucketPolicyProvider),
+        Arc::new(sns::SnsProvider),
+        Arc::new(sqs::SqsProvider),
+        Arc::new(secretsmanager::SecretProvider),
+        Arc::new(ssm::ParameterProvider),
+    ]
 }

@@ -1,0 +1,604 @@
+//! `AWS::DynamoDB::Table` through the DynamoDB API.
+//!
+//! Physical id and `Ref`: the table name. `Fn::GetAtt`: `Arn`, and `StreamArn` while a stream
+//! is on. `TableName`, `KeySchema`, `LocalSecondaryIndexes`, `ImportSourceSpecification` and a
+//! new type for a key attribute replace the table; everything else is updated in place with
+//! the API that owns it: UpdateTable (billing mode and throughput, global secondary indexes one
+//! per call, streams, SSE, table class, warm throughput, deletion protection), UpdateTimeToLive,
+//! UpdateContinuousBackups, UpdateContributorInsights, the Kinesis streaming destination calls,
+//! resource policies and tags. Before each UpdateTable call the table is waited on until it and
+//! every index are ACTIVE, as DynamoDB requires; `--no-wait` skips only the final wait.
+
+mod read;
+mod spec;
+mod update;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::{
+    ApproximateCreationDateTimePrecision, BillingMode, ContributorInsightsAction, ContributorInsightsMode,
+    EnableKinesisStreamingConfiguration, IndexStatus, PointInTimeRecoverySpecification, StreamSpecification,
+    StreamViewType, TableClass, TableDescription, TableStatus, Tag, TimeToLiveSpecification,
+};
+use aws_sdk_dynamodb::Client;
+use aws_smithy_runtime_api::http::Response as HttpResponse;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use serde_json::{json, Map, Value};
+
+use self::spec::Spec;
+use crate::aws::{classify, error_code, AwsError, ErrorKind};
+use crate::provider::{naming, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
+
+const TABLE: &str = "AWS::DynamoDB::Table";
+const SERVICE: &str = "dynamodb";
+
+/// How long a table or index may take to become ACTIVE (index backfills can be slow).
+const ACTIVE_LIMIT: Duration = Duration::from_secs(60 * 60);
+/// How long a deleted table may take to disappear.
+const GONE_LIMIT: Duration = Duration::from_secs(30 * 60);
+const POLL_FIRST: Duration = Duration::from_millis(500);
+const POLL_MAX: Duration = Duration::from_secs(10);
+/// Attempts at a call DynamoDB refuses while the table is busy (ResourceInUse, LimitExceeded).
+const BUSY_ATTEMPTS: u32 = 8;
+
+pub struct DynamoDbTableProvider;
+
+type Sdk<E> = SdkError<E, HttpResponse>;
+
+fn client(ctx: &ProviderContext<'_>) -> Client {
+    Client::new(&ctx.clients.config(Some(ctx.region)))
+}
+
+fn aws_err<E>(req: &ResourceRequest<'_>, operation: &'static str, target: &str, err: &Sdk<E>) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    ProviderError::aws(req, AwsError::call(SERVICE, operation, target, err))
+}
+
+fn is_busy<E: ProvideErrorMetadata>(err: &Sdk<E>) -> bool {
+    error_code(err) == Some("ResourceInUseException") || is_over_limit(err)
+}
+
+/// Too many concurrent table operations in the account, or throttled.
+fn is_over_limit<E: ProvideErrorMetadata>(err: &Sdk<E>) -> bool {
+    error_code(err) == Some("LimitExceededException") || classify(err) == ErrorKind::Throttled
+}
+
+fn next_delay(delay: Duration) -> Duration {
+    (delay * 2).min(POLL_MAX)
+}
+
+/// Runs `call` again, with backoff, while DynamoDB answers that the table is busy.
+async fn retry_busy<T, E, F, Fut>(call: F) -> Result<T, Sdk<E>>
+where
+    E: ProvideErrorMetadata,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Sdk<E>>>,
+{
+    retry_while(call, is_busy).await
+}
+
+async fn retry_while<T, E, F, Fut>(mut call: F, retryable: fn(&Sdk<E>) -> bool) -> Result<T, Sdk<E>>
+where
+    E: ProvideErrorMetadata,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Sdk<E>>>,
+{
+    let mut delay = Duration::from_secs(1);
+    let mut attempt = 1;
+    loop {
+        match call().await {
+            Err(e) if attempt < BUSY_ATTEMPTS && retryable(&e) => {
+                tokio::time::sleep(delay).await;
+                delay = next_delay(delay);
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// DescribeTable; `None` when the table does not exist.
+async fn describe(client: &Client, req: &ResourceRequest<'_>, table: &str) -> Result<Option<TableDescription>, ProviderError> {
+    match client.describe_table().table_name(table).send().await {
+        Ok(out) => Ok(out.table),
+        Err(e) if classify(&e) == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(aws_err(req, "DescribeTable", table, &e)),
+    }
+}
+
+fn ready(t: &TableDescription) -> bool {
+    t.table_status() == Some(&TableStatus::Active)
+        && t.global_secondary_indexes()
+            .iter()
+            .all(|g| g.index_status() == Some(&IndexStatus::Active))
+}
+
+fn timeout(req: &ResourceRequest<'_>, limit: Duration, detail: String) -> ProviderError {
+    ProviderError::Timeout {
+        logical_id: req.logical_id.to_owned(),
+        resource_type: req.resource_type.to_owned(),
+        seconds: limit.as_secs(),
+        detail,
+    }
+}
+
+/// Polls until the table and all its global secondary indexes are ACTIVE.
+async fn wait_ready(client: &Client, req: &ResourceRequest<'_>, table: &str) -> Result<TableDescription, ProviderError> {
+    let start = Instant::now();
+    let mut delay = POLL_FIRST;
+    loop {
+        let t = describe(client, req, table)
+            .await?
+            .ok_or_else(|| ProviderError::failed(req, format!("table {table} disappeared while waiting for it to become ACTIVE")))?;
+        if ready(&t) {
+            return Ok(t);
+        }
+        if start.elapsed() >= ACTIVE_LIMIT {
+            let status = t.table_status().map(|s| s.as_str().to_owned()).unwrap_or_default();
+            return Err(timeout(req, ACTIVE_LIMIT, format!("table {table} is {status}, not ACTIVE with all indexes ACTIVE")));
+        }
+        tokio::time::sleep(delay).await;
+        delay = next_delay(delay);
+    }
+}
+
+/// Polls until the table no longer exists.
+async fn wait_gone(client: &Client, req: &ResourceRequest<'_>, table: &str) -> Result<(), ProviderError> {
+    let start = Instant::now();
+    let mut delay = POLL_FIRST;
+    while describe(client, req, table).await?.is_some() {
+        if start.elapsed() >= GONE_LIMIT {
+            return Err(timeout(req, GONE_LIMIT, format!("table {table} is still being deleted")));
+        }
+        tokio::time::sleep(delay).await;
+        delay = next_delay(delay);
+    }
+    Ok(())
+}
+
+/// What `Fn::GetAtt` reads: `Arn`, and `StreamArn` while a stream is on.
+fn attributes(t: &TableDescription) -> Map<String, Value> {
+    let mut out = Map::new();
+    if let Some(arn) = t.table_arn() {
+        out.insert("Arn".into(), json!(arn));
+    }
+    let streaming = t.stream_specification().is_some_and(|s| s.stream_enabled());
+    if let (true, Some(arn)) = (streaming, t.latest_stream_arn()) {
+        out.insert("StreamArn".into(), json!(arn));
+    }
+    out
+}
+
+fn provisioned(t: &TableDescription) -> Provisioned {
+    Provisioned {
+        physical_id: t.table_name().unwrap_or_default().to_owned(),
+        attributes: attributes(t),
+    }
+}
+
+fn sdk_tags(req: &ResourceRequest<'_>, tags: &BTreeMap<String, String>) -> Result<Vec<Tag>, ProviderError> {
+    tags.iter()
+        .map(|(k, v)| {
+            Tag::builder()
+                .key(k)
+                .value(v)
+                .build()
+                .map_err(|e| ProviderError::failed(req, format!("property Tags: {e}")))
+        })
+        .collect()
+}
+
+fn stream_spec(view_type: Option<&str>) -> Result<StreamSpecification, String> {
+    StreamSpecification::builder()
+        .stream_enabled(view_type.is_some())
+        .set_stream_view_type(view_type.map(StreamViewType::from))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+async fn set_ttl(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+    attribute: &str,
+    enabled: bool,
+) -> Result<(), ProviderError> {
+    let spec = TimeToLiveSpecification::builder()
+        .attribute_name(attribute)
+        .enabled(enabled)
+        .build()
+        .map_err(|e| ProviderError::failed(req, format!("property TimeToLiveSpecification: {e}")))?;
+    let call = client.update_time_to_live().table_name(table).time_to_live_specification(spec);
+    retry_busy(|| call.clone().send())
+        .await
+        .map_err(|e| aws_err(req, "UpdateTimeToLive", table, &e))?;
+    Ok(())
+}
+
+async fn set_pitr(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+    enabled: bool,
+    days: Option<i32>,
+) -> Result<(), ProviderError> {
+    let spec = PointInTimeRecoverySpecification::builder()
+        .point_in_time_recovery_enabled(enabled)
+        .set_recovery_period_in_days(if enabled { days } else { None })
+        .build()
+        .map_err(|e| ProviderError::failed(req, format!("property PointInTimeRecoverySpecification: {e}")))?;
+    let call = client
+        .update_continuous_backups()
+        .table_name(table)
+        .point_in_time_recovery_specification(spec);
+    retry_busy(|| call.clone().send())
+        .await
+        .map_err(|e| aws_err(req, "UpdateContinuousBackups", table, &e))?;
+    Ok(())
+}
+
+async fn set_insights(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+    index: Option<&str>,
+    enabled: bool,
+    mode: Option<ContributorInsightsMode>,
+) -> Result<(), ProviderError> {
+    let action = if enabled { ContributorInsightsAction::Enable } else { ContributorInsightsAction::Disable };
+    let call = client
+        .update_contributor_insights()
+        .table_name(table)
+        .set_index_name(index.map(str::to_owned))
+        .contributor_insights_action(action)
+        .set_contributor_insights_mode(if enabled { mode } else { None });
+    let target = index.map_or_else(|| table.to_owned(), |i| format!("{table} index {i}"));
+    retry_busy(|| call.clone().send())
+        .await
+        .map_err(|e| aws_err(req, "UpdateContributorInsights", &target, &e))?;
+    Ok(())
+}
+
+async fn set_kinesis(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+    stream_arn: &str,
+    precision: Option<&str>,
+    enable: bool,
+) -> Result<(), ProviderError> {
+    let config = precision.map(|p| {
+        EnableKinesisStreamingConfiguration::builder()
+            .approximate_creation_date_time_precision(ApproximateCreationDateTimePrecision::from(p))
+            .build()
+    });
+    if enable {
+        let call = client
+            .enable_kinesis_streaming_destination()
+            .table_name(table)
+            .stream_arn(stream_arn)
+            .set_enable_kinesis_streaming_configuration(config);
+        retry_busy(|| call.clone().send())
+            .await
+            .map_err(|e| aws_err(req, "EnableKinesisStreamingDestination", table, &e))?;
+    } else {
+        let call = client
+            .disable_kinesis_streaming_destination()
+            .table_name(table)
+            .stream_arn(stream_arn);
+        match retry_busy(|| call.clone().send()).await {
+            Ok(_) => {}
+            Err(e) if classify(&e) == ErrorKind::NotFound => {}
+            Err(e) => return Err(aws_err(req, "DisableKinesisStreamingDestination", table, &e)),
+        }
+    }
+    Ok(())
+}
+
+/// Puts (`Some`) or removes (`None`) the resource policy of a table or stream.
+async fn set_policy(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    arn: &str,
+    policy: Option<&str>,
+) -> Result<(), ProviderError> {
+    match policy {
+        Some(p) => {
+            let call = client.put_resource_policy().resource_arn(arn).policy(p);
+            retry_busy(|| call.clone().send())
+                .await
+                .map_err(|e| aws_err(req, "PutResourcePolicy", arn, &e))?;
+        }
+        None => {
+            let call = client.delete_resource_policy().resource_arn(arn);
+            match retry_busy(|| call.clone().send()).await {
+                Ok(_) => {}
+                Err(e) if is_policy_absent(&e) => {}
+                Err(e) => return Err(aws_err(req, "DeleteResourcePolicy", arn, &e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_policy_absent<E: ProvideErrorMetadata>(err: &Sdk<E>) -> bool {
+    error_code(err) == Some("PolicyNotFoundException") || classify(err) == ErrorKind::NotFound
+}
+
+/// The settings CreateTable cannot carry, applied once the table is ACTIVE.
+async fn configure_new_table(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    spec: &Spec<'_>,
+    t: &TableDescription,
+) -> Result<(), ProviderError> {
+    let table = t.table_name().unwrap_or_default();
+    if let Some(attr) = spec.ttl_enabled_attribute()? {
+        set_ttl(client, req, table, &attr, true).await?;
+    }
+    let (pitr, days) = spec.pitr()?;
+    if pitr {
+        set_pitr(client, req, table, true, days).await?;
+    }
+    let (insights, mode) = spec.insights_at(req.properties.get("ContributorInsightsSpecification"), "ContributorInsightsSpecification")?;
+    if insights {
+        set_insights(client, req, table, None, true, mode).await?;
+    }
+    for gsi in spec.global_indexes()? {
+        let (on, mode) = gsi.insights(spec)?;
+        if on {
+            set_insights(client, req, table, Some(&gsi.name), true, mode).await?;
+        }
+    }
+    if let Some((arn, precision)) = spec.kinesis()? {
+        set_kinesis(client, req, table, &arn, precision.as_deref(), true).await?;
+    }
+    if let (Some(policy), Some(stream)) = (spec.stream_policy()?, t.latest_stream_arn()) {
+        set_policy(client, req, stream, Some(&policy)).await?;
+    }
+    Ok(())
+}
+
+/// Whether anything must be set on the table after CreateTable, which needs it ACTIVE.
+fn needs_configuration(spec: &Spec<'_>, req: &ResourceRequest<'_>) -> Result<bool, ProviderError> {
+    let gsi_insights = spec
+        .global_indexes()?
+        .iter()
+        .map(|g| g.insights(spec).map(|(on, _)| on))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .any(|on| on);
+    Ok(spec.ttl_enabled_attribute()?.is_some()
+        || spec.pitr()?.0
+        || spec
+            .insights_at(req.properties.get("ContributorInsightsSpecification"), "ContributorInsightsSpecification")?
+            .0
+        || gsi_insights
+        || spec.kinesis()?.is_some()
+        || spec.stream_policy()?.is_some())
+}
+
+async fn create_table(
+    ctx: &ProviderContext<'_>,
+    client: &Client,
+    req: &ResourceRequest<'_>,
+) -> Result<Provisioned, ProviderError> {
+    let spec = Spec::new(req);
+    let props = spec.props();
+    if props.get("ImportSourceSpecification").is_some() {
+        return Err(ProviderError::failed(
+            req,
+            "ImportSourceSpecification (creating a table from an S3 import) is not supported by the SDK provider",
+        ));
+    }
+    let name = match props.str("TableName")? {
+        Some(n) => n,
+        None => naming::generate(ctx.stack_name, req.logical_id, naming::DYNAMODB_TABLE),
+    };
+    let mode = spec.billing_mode()?;
+    let is_provisioned = mode == BillingMode::Provisioned;
+    let gsis = spec
+        .global_indexes()?
+        .iter()
+        .map(|g| g.for_create(&spec, is_provisioned))
+        .collect::<Result<Vec<_>, _>>()?;
+    let lsis = spec.local_indexes()?;
+    let stream = spec
+        .stream_view_type()?
+        .map(|vt| stream_spec(Some(&vt)).map_err(|e| ProviderError::failed(req, format!("property StreamSpecification: {e}"))))
+        .transpose()?;
+    let tags = sdk_tags(req, &spec.tags()?)?;
+    let call = client
+        .create_table()
+        .table_name(&name)
+        .set_attribute_definitions(Some(spec.attribute_definitions()?))
+        .set_key_schema(Some(spec.key_schema()?))
+        .billing_mode(mode)
+        .set_provisioned_throughput(if is_provisioned {
+            spec.throughput_at(req.properties.get("ProvisionedThroughput"), "ProvisionedThroughput")?
+        } else {
+            None
+        })
+        .set_on_demand_throughput(if is_provisioned {
+            None
+        } else {
+            spec.on_demand_at(req.properties.get("OnDemandThroughput"), "OnDemandThroughput")?
+        })
+        .set_warm_throughput(spec.warm_at(req.properties.get("WarmThroughput"), "WarmThroughput")?)
+        .set_global_secondary_indexes((!gsis.is_empty()).then_some(gsis))
+        .set_local_secondary_indexes((!lsis.is_empty()).then_some(lsis))
+        .set_stream_specification(stream)
+        .set_sse_specification(spec.sse()?)
+        .set_table_class(props.str("TableClass")?.map(|c| TableClass::from(c.as_str())))
+        .set_deletion_protection_enabled(props.bool("DeletionProtectionEnabled")?)
+        .set_resource_policy(spec.table_policy()?)
+        .set_tags((!tags.is_empty()).then_some(tags));
+    // ResourceInUse here means the table exists: only account limits are retried.
+    let created = retry_while(|| call.clone().send(), is_over_limit)
+        .await
+        .map_err(|e| aws_err(req, "CreateTable", &name, &e))?;
+    let mut table = created
+        .table_description
+        .ok_or_else(|| ProviderError::failed(req, format!("CreateTable for {name} returned no table description")))?;
+
+    let configure = needs_configuration(&spec, req)?;
+    if configure || !ctx.no_wait {
+        table = wait_ready(client, req, &name).await?;
+    }
+    if configure {
+        if let Err(err) = configure_new_table(client, req, &spec, &table).await {
+            // Leave nothing half-made behind: the engine records no table for a failed create.
+            let _ = client.delete_table().table_name(&name).send().await;
+            return Err(err);
+        }
+    }
+    Ok(provisioned(&table))
+}
+
+async fn delete_table(
+    ctx: &ProviderContext<'_>,
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+) -> Result<(), ProviderError> {
+    let call = client.delete_table().table_name(table);
+    match retry_busy(|| call.clone().send()).await {
+        Ok(_) => {}
+        Err(e) if classify(&e) == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(aws_err(req, "DeleteTable", table, &e)),
+    }
+    if !ctx.no_wait {
+        wait_gone(client, req, table).await?;
+    }
+    Ok(())
+}
+
+async fn read_table(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+) -> Result<Option<Map<String, Value>>, ProviderError> {
+    let Some(t) = describe(client, req, table).await? else {
+        return Ok(None);
+    };
+    let mut out = read::table_properties(&t);
+    let ttl = client
+        .describe_time_to_live()
+        .table_name(table)
+        .send()
+        .await
+        .map_err(|e| aws_err(req, "DescribeTimeToLive", table, &e))?;
+    if let Some(d) = ttl.time_to_live_description() {
+        if let Some(v) = read::ttl(d.time_to_live_status(), d.attribute_name()) {
+            out.insert("TimeToLiveSpecification".into(), v);
+        }
+    }
+    let backups = client
+        .describe_continuous_backups()
+        .table_name(table)
+        .send()
+        .await
+        .map_err(|e| aws_err(req, "DescribeContinuousBackups", table, &e))?;
+    if let Some(p) = backups
+        .continuous_backups_description()
+        .and_then(|d| d.point_in_time_recovery_description())
+    {
+        out.insert(
+            "PointInTimeRecoverySpecification".into(),
+            read::pitr(p.point_in_time_recovery_status(), p.recovery_period_in_days()),
+        );
+    }
+    if let Some(arn) = t.table_arn() {
+        let tags = list_tags(client, req, arn).await?;
+        if !tags.is_empty() {
+            let list = tags.into_iter().map(|(k, v)| json!({"Key": k, "Value": v})).collect();
+            out.insert("Tags".into(), Value::Array(list));
+        }
+        match client.get_resource_policy().resource_arn(arn).send().await {
+            Ok(p) => {
+                if let Some(doc) = p.policy() {
+                    let doc: Value = serde_json::from_str(doc).unwrap_or_else(|_| json!(doc));
+                    out.insert("ResourcePolicy".into(), json!({"PolicyDocument": doc}));
+                }
+            }
+            Err(e) if is_policy_absent(&e) => {}
+            Err(e) => return Err(aws_err(req, "GetResourcePolicy", arn, &e)),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The table's tags, without the `aws:` ones the service adds.
+async fn list_tags(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    arn: &str,
+) -> Result<BTreeMap<String, String>, ProviderError> {
+    let mut out = BTreeMap::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = client
+            .list_tags_of_resource()
+            .resource_arn(arn)
+            .set_next_token(token.take())
+            .send()
+            .await
+            .map_err(|e| aws_err(req, "ListTagsOfResource", arn, &e))?;
+        for t in page.tags() {
+            if !t.key().starts_with("aws:") {
+                out.insert(t.key().to_owned(), t.value().to_owned());
+            }
+        }
+        match page.next_token() {
+            Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+            _ => return Ok(out),
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for DynamoDbTableProvider {
+    fn resource_types(&self) -> &'static [&'static str] {
+        &[TABLE]
+    }
+
+    async fn create(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>) -> Result<Provisioned, ProviderError> {
+        create_table(ctx, &client(ctx), req).await
+    }
+
+    async fn update(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+        previous: &Map<String, Value>,
+    ) -> Result<UpdateOutcome, ProviderError> {
+        update::update_table(ctx, &client(ctx), req, physical_id, previous).await
+    }
+
+    async fn delete(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>, physical_id: &str) -> Result<(), ProviderError> {
+        delete_table(ctx, &client(ctx), req, physical_id).await
+    }
+
+    async fn read(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        read_table(&client(ctx), req, physical_id).await
+    }
+
+    async fn import(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>, physical_id: &str) -> Result<Provisioned, ProviderError> {
+        match describe(&client(ctx), req, physical_id).await? {
+            Some(t) => Ok(provisioned(&t)),
+            None => Err(ProviderError::failed(req, format!("table {physical_id} does not exist"))),
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Amazon SNS: `AWS::SNS::Topic`, `AWS::SNS::Subscription` and `AWS::SNS::TopicPolicy`.
+//!
+//! Topics and subscriptions are named by their ARNs (the physical id and `Ref`). A topic
+//! policy has no identity of its own in SNS: it is the `Policy` attribute of each listed topic,
+//! so its physical id is a generated name. Every call goes to the region in the ARN it acts on,
+//! which is what lets a subscription reach a topic in another region.
+
+mod subscription;
+mod topic;
+mod topic_policy;
+
+use async_trait::async_trait;
+use aws_sdk_sns::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sns::Client;
+use aws_smithy_runtime_api::http::Response as HttpResponse;
+use serde_json::{Map, Value};
+
+use crate::aws::{classify, AwsError, ErrorKind};
+use crate::provider::props::Props;
+use crate::provider::{
+    Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+};
+
+const TOPIC: &str = "AWS::SNS::Topic";
+const SUBSCRIPTION: &str = "AWS::SNS::Subscription";
+const TOPIC_POLICY: &str = "AWS::SNS::TopicPolicy";
+
+/// The SDK provider for SNS topics, subscriptions and topic policies.
+pub struct SnsProvider;
+
+/// A client for `region` (the context's region when `None`).
+fn client(ctx: &ProviderContext<'_>, region: Option<&str>) -> Client {
+    Client::new(&ctx.clients.config(Some(region.unwrap_or(ctx.region))))
+}
+
+/// The region field of an ARN (`arn:aws:sns:REGION:...`), when it has one.
+fn arn_region(arn: &str) -> Option<&str> {
+    arn.split(':').nth(3).filter(|r| !r.is_empty())
+}
+
+/// The account field of an ARN.
+fn arn_account(arn: &str) -> Option<&str> {
+    arn.split(':').nth(4).filter(|a| !a.is_empty())
+}
+
+/// A client for the region an ARN names.
+fn client_for_arn(ctx: &ProviderContext<'_>, arn: &str) -> Client {
+    client(ctx, arn_region(arn))
+}
+
+fn aws_error<E>(
+    req: &ResourceRequest<'_>,
+    operation: &'static str,
+    target: &str,
+    err: &SdkError<E, HttpResponse>,
+) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    ProviderError::aws(req, AwsError::call("sns", operation, target, err))
+}
+
+fn is_not_found<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
+    classify(err) == ErrorKind::NotFound
+}
+
+fn with_properties<'a>(
+    req: &ResourceRequest<'a>,
+    properties: &'a Map<String, Value>,
+) -> ResourceRequest<'a> {
+    ResourceRequest {
+        properties,
+        client_token: None,
+        ..req.clone()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Bool,
+    Str,
+    Json,
+}
+
+/// An SNS attribute that a CloudFormation property of the same name sets.
+struct Attribute {
+    name: &'static str,
+    kind: Kind,
+    /// The value that restores the service default when the property is removed.
+    default: &'static str,
+}
+
+const fn attr(name: &'static str, kind: Kind, default: &'static str) -> Attribute {
+    Attribute {
+        name,
+        kind,
+        default,
+    }
+}
+
+/// The attribute value a property asks for, in the string form SNS takes.
+fn attribute_value(props: &Props<'_>, a: &Attribute) -> Result<Option<String>, ProviderError> {
+    Ok(match a.kind {
+        Kind::Bool => props.bool(a.name)?.map(|b| b.to_string()),
+        Kind::Str => props.str(a.name)?,
+        Kind::Json => props.json_document(a.name)?,
+    })
+}
+
+/// An SNS attribute as the CloudFormation property would carry it.
+fn property_value(kind: Kind, raw: &str) -> Value {
+    match kind {
+        Kind::Bool => match raw {
+            "true" | "True" => Value::Bool(true),
+            "false" | "False" => Value::Bool(false),
+            other => Value::String(other.to_owned()),
+        },
+        Kind::Str => Value::String(raw.to_owned()),
+        Kind::Json => serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned())),
+    }
+}
+
+#[async_trait]
+impl Provider for SnsProvider {
+    fn resource_types(&self) -> &'static [&'static str] {
+        &[TOPIC, SUBSCRIPTION, TOPIC_POLICY]
+    }
+
+    async fn create(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+    ) -> Result<Provisioned, ProviderError> {
+        match req.resource_type {
+            SUBSCRIPTION => subscription::create(ctx, req).await,
+            TOPIC_POLICY => topic_policy::create(ctx, req).await,
+            _ => topic::create(ctx, req).await,
+        }
+    }
+
+    async fn update(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+        previous: &Map<String, Value>,
+    ) -> Result<UpdateOutcome, ProviderError> {
+        match req.resource_type {
+            SUBSCRIPTION => subscription::update(ctx, req, physical_id, previous).await,
+            TOPIC_POLICY => topic_policy::update(ctx, req, physical_id, previous).await,
+            _ => topic::update(ctx, req, physical_id, previous).await,
+        }
+    }
+
+    async fn delete(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<(), ProviderError> {
+        match req.resource_type {
+            SUBSCRIPTION => subscription::delete(ctx, req, physical_id).await,
+            TOPIC_POLICY => topic_policy::delete(ctx, req).await,
+            _ => topic::delete(ctx, req, physical_id).await,
+        }
+    }
+
+    async fn read(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        match req.resource_type {
+            SUBSCRIPTION => subscription::read(ctx, req, physical_id).await,
+            TOPIC_POLICY => topic_policy::read(ctx, req).await,
+            _ => topic::read(ctx, req, physical_id).await,
+        }
+    }
+
+    async fn import(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Provisioned, ProviderError> {
+        match req.resource_type {
+            SUBSCRIPTION => subscription::import(ctx, req, physical_id).await,
+            TOPIC_POLICY => topic_policy::import(ctx, req, physical_id).await,
+            _ => topic::import(ctx, req, physical_id).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arn_fields() {
+        let arn = "arn:aws:sns:eu-west-1:123456789012:topic:0b1c";
+        assert_eq!(arn_region(arn), Some("eu-west-1"));
+        assert_eq!(arn_account(arn), Some("123456789012"));
+        assert_eq!(arn_region("pending confirmation"), None);
+    }
+
+    #[test]
+    fn attribute_values_read_back_as_properties() {
+        assert_eq!(property_value(Kind::Bool, "true"), Value::Bool(true));
+        assert_eq!(
+            property_value(Kind::Json, r#"{"a":["b"]}"#),
+            serde_json::json!({"a": ["b"]})
+        );
+        assert_eq!(property_value(Kind::Str, "x"), Value::String("x".into()));
+    }
+}

@@ -1,0 +1,182 @@
+//! Amazon SQS: `AWS::SQS::Queue` and `AWS::SQS::QueuePolicy`.
+//!
+//! A queue's physical id is its URL (what `Ref` returns); `Fn::GetAtt` offers `Arn`, `QueueName`
+//! and `QueueUrl`. Every CloudFormation property except `QueueName` and `FifoQueue` is a queue
+//! attribute and changes in place through SetQueueAttributes; a property taken out of the
+//! template goes back to the service default. A queue policy has no identity of its own in
+//! SQS: it is the `Policy` attribute of each listed queue, so its physical id is a generated
+//! name (`Fn::GetAtt Id` and `Ref` return it).
+
+mod queue;
+mod queue_policy;
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sqs::types::QueueAttributeName;
+use aws_sdk_sqs::Client;
+use aws_smithy_runtime_api::http::Response as HttpResponse;
+use serde_json::{Map, Value};
+
+use crate::aws::{classify, error_code, AwsError, ErrorKind};
+use crate::provider::{
+    Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+};
+
+const QUEUE: &str = "AWS::SQS::Queue";
+const QUEUE_POLICY: &str = "AWS::SQS::QueuePolicy";
+
+/// The SDK provider for SQS queues and queue policies.
+pub struct SqsProvider;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Int,
+    Bool,
+    Str,
+    Json,
+}
+
+fn client(ctx: &ProviderContext<'_>) -> Client {
+    Client::new(&ctx.clients.config(Some(ctx.region)))
+}
+
+fn aws_error<E>(
+    req: &ResourceRequest<'_>,
+    operation: &'static str,
+    target: &str,
+    err: &SdkError<E, HttpResponse>,
+) -> ProviderError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    ProviderError::aws(req, AwsError::call("sqs", operation, target, err))
+}
+
+/// Not-found, in both spellings SQS uses (JSON `QueueDoesNotExist`, query-compatible
+/// `AWS.SimpleQueueService.NonExistentQueue`).
+fn is_not_found<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
+    classify(err) == ErrorKind::NotFound
+        || error_code(err).is_some_and(|c| c.contains("QueueDoesNotExist"))
+}
+
+/// The same request over another set of properties (the previous ones, on update).
+fn with_properties<'a>(
+    req: &ResourceRequest<'a>,
+    properties: &'a Map<String, Value>,
+) -> ResourceRequest<'a> {
+    ResourceRequest {
+        properties,
+        client_token: None,
+        ..req.clone()
+    }
+}
+
+/// A queue attribute as the CloudFormation property would carry it.
+fn property_value(kind: Kind, raw: &str) -> Value {
+    match kind {
+        Kind::Int => raw
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| Value::String(raw.to_owned())),
+        Kind::Bool => match raw {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            other => Value::String(other.to_owned()),
+        },
+        Kind::Str => Value::String(raw.to_owned()),
+        Kind::Json => serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned())),
+    }
+}
+
+async fn queue_attributes(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    url: &str,
+) -> Result<Option<HashMap<QueueAttributeName, String>>, ProviderError> {
+    match client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::All)
+        .send()
+        .await
+    {
+        Ok(out) => Ok(Some(out.attributes.unwrap_or_default())),
+        Err(e) if is_not_found(&e) => Ok(None),
+        Err(e) => Err(aws_error(req, "GetQueueAttributes", url, &e)),
+    }
+}
+
+#[async_trait]
+impl Provider for SqsProvider {
+    fn resource_types(&self) -> &'static [&'static str] {
+        &[QUEUE, QUEUE_POLICY]
+    }
+
+    async fn create(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+    ) -> Result<Provisioned, ProviderError> {
+        match req.resource_type {
+            QUEUE_POLICY => queue_policy::create_policy(ctx, req).await,
+            _ => queue::create_queue(ctx, req).await,
+        }
+    }
+
+    async fn update(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+        previous: &Map<String, Value>,
+    ) -> Result<UpdateOutcome, ProviderError> {
+        match req.resource_type {
+            QUEUE_POLICY => queue_policy::update_policy(ctx, req, physical_id, previous).await,
+            _ => queue::update_queue(ctx, req, physical_id, previous).await,
+        }
+    }
+
+    async fn delete(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<(), ProviderError> {
+        match req.resource_type {
+            QUEUE_POLICY => queue_policy::delete_policy(ctx, req).await,
+            _ => queue::delete_queue(ctx, req, physical_id).await,
+        }
+    }
+
+    async fn read(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Option<Map<String, Value>>, ProviderError> {
+        match req.resource_type {
+            QUEUE_POLICY => queue_policy::read_policy(ctx, req).await,
+            _ => queue::read_queue(ctx, req, physical_id).await,
+        }
+    }
+
+    async fn import(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Provisioned, ProviderError> {
+        match req.resource_type {
+            QUEUE_POLICY => match queue_policy::read_policy(ctx, req).await? {
+                Some(_) => Ok(queue_policy::policy_provisioned(physical_id)),
+                None => Err(ProviderError::failed(
+                    req,
+                    "none of the listed queues has a policy",
+                )),
+            },
+            _ => queue::import_queue(ctx, req, physical_id).await,
+        }
+    }
+}
