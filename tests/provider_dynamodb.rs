@@ -8,7 +8,9 @@ mod support;
 
 use std::sync::Arc;
 
-use aws_sdk_dynamodb::types::{BillingMode, PointInTimeRecoveryStatus, TableDescription, TimeToLiveStatus};
+use aws_sdk_dynamodb::types::{
+    BillingMode, PointInTimeRecoveryStatus, TableDescription, TimeToLiveStatus,
+};
 use cdkd::aws::{ClientOptions, Clients};
 use cdkd::provider::{Provider, ProviderContext, ResourceRequest, UpdateOutcome};
 use serde_json::{json, Map, Value};
@@ -132,27 +134,56 @@ async fn table_lifecycle_in_place_updates_and_replacement() {
     // Create: Ref is the name, Arn is what DescribeTable says, no stream yet.
     let made = p.create(&ctx, &req("Table", &v1)).await.expect("create");
     assert_eq!(made.physical_id, name);
-    assert_eq!(p.ref_value(TABLE, &made.physical_id, &made.attributes), json!(name));
+    assert_eq!(
+        p.ref_value(TABLE, &made.physical_id, &made.attributes),
+        json!(name)
+    );
     let t = env.describe(&name).await;
-    assert_eq!(made.attributes.get("Arn"), Some(&json!(t.table_arn().expect("arn"))));
+    assert_eq!(
+        made.attributes.get("Arn"),
+        Some(&json!(t.table_arn().expect("arn")))
+    );
     assert!(!made.attributes.contains_key("StreamArn"));
     assert_eq!(t.global_secondary_indexes().len(), 1);
     let arn = t.table_arn().expect("arn").to_owned();
-    assert_eq!(env.tags(&arn).await, [("env".into(), "test".into()), ("team".into(), "a".into())]);
+    assert_eq!(
+        env.tags(&arn).await,
+        [("env".into(), "test".into()), ("team".into(), "a".into())]
+    );
 
     // Read: CloudFormation's names.
-    let read = p.read(&ctx, &req("Table", &v1), &name).await.expect("read").expect("exists");
+    let read = p
+        .read(&ctx, &req("Table", &v1), &name)
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!(read["TableName"], json!(name));
     assert_eq!(read["BillingMode"], json!("PAY_PER_REQUEST"));
     assert_eq!(read["KeySchema"], v1["KeySchema"]);
-    assert_eq!(read["GlobalSecondaryIndexes"][0]["IndexName"], json!("ByG1"));
-    assert_eq!(read["TimeToLiveSpecification"], json!({"AttributeName": "expires", "Enabled": true}));
-    assert_eq!(read["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], json!(true));
-    assert_eq!(read["Tags"], json!([{"Key": "env", "Value": "test"}, {"Key": "team", "Value": "a"}]));
+    assert_eq!(
+        read["GlobalSecondaryIndexes"][0]["IndexName"],
+        json!("ByG1")
+    );
+    assert_eq!(
+        read["TimeToLiveSpecification"],
+        json!({"AttributeName": "expires", "Enabled": true})
+    );
+    assert_eq!(
+        read["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+        json!(true)
+    );
+    assert_eq!(
+        read["Tags"],
+        json!([{"Key": "env", "Value": "test"}, {"Key": "team", "Value": "a"}])
+    );
 
     // In place: stream on, index swapped, TTL moved, PITR off, tags changed, provisioned
     // capacity, deletion protection.
-    let mut v2 = set(&v1, "StreamSpecification", json!({"StreamViewType": "NEW_AND_OLD_IMAGES"}));
+    let mut v2 = set(
+        &v1,
+        "StreamSpecification",
+        json!({"StreamViewType": "NEW_AND_OLD_IMAGES"}),
+    );
     v2 = set(
         &v2,
         "AttributeDefinitions",
@@ -163,11 +194,26 @@ async fn table_lifecycle_in_place_updates_and_replacement() {
         ]),
     );
     v2 = set(&v2, "GlobalSecondaryIndexes", json!([gsi("ByG2", "g2")]));
-    v2 = set(&v2, "TimeToLiveSpecification", json!({"AttributeName": "ttl", "Enabled": true}));
-    v2 = set(&v2, "PointInTimeRecoverySpecification", json!({"PointInTimeRecoveryEnabled": false}));
-    v2 = set(&v2, "Tags", json!([{"Key": "team", "Value": "b"}, {"Key": "owner", "Value": "me"}]));
+    v2 = set(
+        &v2,
+        "TimeToLiveSpecification",
+        json!({"AttributeName": "ttl", "Enabled": true}),
+    );
+    v2 = set(
+        &v2,
+        "PointInTimeRecoverySpecification",
+        json!({"PointInTimeRecoveryEnabled": false}),
+    );
+    v2 = set(
+        &v2,
+        "Tags",
+        json!([{"Key": "team", "Value": "b"}, {"Key": "owner", "Value": "me"}]),
+    );
     v2 = set(&v2, "DeletionProtectionEnabled", json!(true));
-    let out = p.update(&ctx, &req("Table", &v2), &name, &v1).await.expect("update");
+    let out = p
+        .update(&ctx, &req("Table", &v2), &name, &v1)
+        .await
+        .expect("update");
     let UpdateOutcome::Updated(updated) = out else {
         panic!("expected an in-place update, got {out:?}");
     };
@@ -175,42 +221,97 @@ async fn table_lifecycle_in_place_updates_and_replacement() {
     let t = env.describe(&name).await;
     assert_eq!(updated.attributes.get("Arn"), Some(&json!(arn)));
     let stream_arn = t.latest_stream_arn().expect("a stream");
-    assert_eq!(updated.attributes.get("StreamArn"), Some(&json!(stream_arn)));
-    assert!(t.stream_specification().expect("stream spec").stream_enabled());
-    let names: Vec<&str> = t.global_secondary_indexes().iter().filter_map(|g| g.index_name()).collect();
+    assert_eq!(
+        updated.attributes.get("StreamArn"),
+        Some(&json!(stream_arn))
+    );
+    assert!(t
+        .stream_specification()
+        .expect("stream spec")
+        .stream_enabled());
+    let names: Vec<&str> = t
+        .global_secondary_indexes()
+        .iter()
+        .filter_map(|g| g.index_name())
+        .collect();
     assert_eq!(names, ["ByG2"]);
     assert_eq!(t.deletion_protection_enabled(), Some(true));
-    let ttl = env.ddb.describe_time_to_live().table_name(&name).send().await.expect("ttl");
+    let ttl = env
+        .ddb
+        .describe_time_to_live()
+        .table_name(&name)
+        .send()
+        .await
+        .expect("ttl");
     let ttl = ttl.time_to_live_description().expect("ttl description");
-    assert_eq!((ttl.time_to_live_status(), ttl.attribute_name()), (Some(&TimeToLiveStatus::Enabled), Some("ttl")));
-    let backups = env.ddb.describe_continuous_backups().table_name(&name).send().await.expect("backups");
+    assert_eq!(
+        (ttl.time_to_live_status(), ttl.attribute_name()),
+        (Some(&TimeToLiveStatus::Enabled), Some("ttl"))
+    );
+    let backups = env
+        .ddb
+        .describe_continuous_backups()
+        .table_name(&name)
+        .send()
+        .await
+        .expect("backups");
     let pitr = backups
         .continuous_backups_description()
         .and_then(|d| d.point_in_time_recovery_description())
         .and_then(|d| d.point_in_time_recovery_status());
     assert_eq!(pitr, Some(&PointInTimeRecoveryStatus::Disabled));
-    assert_eq!(env.tags(&arn).await, [("owner".into(), "me".into()), ("team".into(), "b".into())]);
+    assert_eq!(
+        env.tags(&arn).await,
+        [("owner".into(), "me".into()), ("team".into(), "b".into())]
+    );
 
     // Billing mode to provisioned (the index gets capacity too), protection off again.
     let mut v3 = set(&v2, "BillingMode", json!("PROVISIONED"));
-    v3 = set(&v3, "ProvisionedThroughput", json!({"ReadCapacityUnits": 3, "WriteCapacityUnits": 4}));
+    v3 = set(
+        &v3,
+        "ProvisionedThroughput",
+        json!({"ReadCapacityUnits": 3, "WriteCapacityUnits": 4}),
+    );
     let mut g = gsi("ByG2", "g2");
     g["ProvisionedThroughput"] = json!({"ReadCapacityUnits": 1, "WriteCapacityUnits": 2});
     v3 = set(&v3, "GlobalSecondaryIndexes", json!([g]));
     v3 = set(&v3, "DeletionProtectionEnabled", json!(false));
-    let out = p.update(&ctx, &req("Table", &v3), &name, &v2).await.expect("update to provisioned");
+    let out = p
+        .update(&ctx, &req("Table", &v3), &name, &v2)
+        .await
+        .expect("update to provisioned");
     assert!(matches!(out, UpdateOutcome::Updated(_)), "{out:?}");
     let t = env.describe(&name).await;
-    assert_eq!(t.billing_mode_summary().and_then(|b| b.billing_mode()), Some(&BillingMode::Provisioned));
+    assert_eq!(
+        t.billing_mode_summary().and_then(|b| b.billing_mode()),
+        Some(&BillingMode::Provisioned)
+    );
     let tp = t.provisioned_throughput().expect("throughput");
-    assert_eq!((tp.read_capacity_units(), tp.write_capacity_units()), (Some(3), Some(4)));
+    assert_eq!(
+        (tp.read_capacity_units(), tp.write_capacity_units()),
+        (Some(3), Some(4))
+    );
     assert_eq!(t.deletion_protection_enabled(), Some(false));
-    let read = p.read(&ctx, &req("Table", &v3), &name).await.expect("read").expect("exists");
-    assert_eq!(read["ProvisionedThroughput"], json!({"ReadCapacityUnits": 3, "WriteCapacityUnits": 4}));
-    assert_eq!(read["StreamSpecification"], json!({"StreamViewType": "NEW_AND_OLD_IMAGES"}));
+    let read = p
+        .read(&ctx, &req("Table", &v3), &name)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        read["ProvisionedThroughput"],
+        json!({"ReadCapacityUnits": 3, "WriteCapacityUnits": 4})
+    );
+    assert_eq!(
+        read["StreamSpecification"],
+        json!({"StreamViewType": "NEW_AND_OLD_IMAGES"})
+    );
 
     // Replacing changes.
-    let key_change = set(&v3, "KeySchema", json!([{"AttributeName": "pk", "KeyType": "HASH"}]));
+    let key_change = set(
+        &v3,
+        "KeySchema",
+        json!([{"AttributeName": "pk", "KeyType": "HASH"}]),
+    );
     let renamed = set(&v3, "TableName", json!(format!("{name}-2")));
     let lsi = set(
         &v3,
@@ -227,15 +328,35 @@ async fn table_lifecycle_in_place_updates_and_replacement() {
         ]),
     );
     for desired in [&key_change, &renamed, &lsi, &retyped] {
-        let out = p.update(&ctx, &req("Table", desired), &name, &v3).await.expect("update");
-        assert!(matches!(out, UpdateOutcome::NeedsReplacement { .. }), "{out:?}");
+        let out = p
+            .update(&ctx, &req("Table", desired), &name, &v3)
+            .await
+            .expect("update");
+        assert!(
+            matches!(out, UpdateOutcome::NeedsReplacement { .. }),
+            "{out:?}"
+        );
     }
 
     // Delete, and delete again.
-    p.delete(&ctx, &req("Table", &v3), &name).await.expect("delete");
-    assert!(env.ddb.describe_table().table_name(&name).send().await.is_err());
-    p.delete(&ctx, &req("Table", &v3), &name).await.expect("delete again");
-    assert!(p.read(&ctx, &req("Table", &v3), &name).await.expect("read").is_none());
+    p.delete(&ctx, &req("Table", &v3), &name)
+        .await
+        .expect("delete");
+    assert!(env
+        .ddb
+        .describe_table()
+        .table_name(&name)
+        .send()
+        .await
+        .is_err());
+    p.delete(&ctx, &req("Table", &v3), &name)
+        .await
+        .expect("delete again");
+    assert!(p
+        .read(&ctx, &req("Table", &v3), &name)
+        .await
+        .expect("read")
+        .is_none());
 }
 
 #[tokio::test]
@@ -249,27 +370,62 @@ async fn generated_name_stream_on_create_and_import() {
         "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
         "StreamSpecification": {"StreamViewType": "KEYS_ONLY"},
     }));
-    let made = p.create(&ctx, &req("Orders", &props)).await.expect("create");
-    assert!(made.physical_id.starts_with(&format!("{}-Orders-", env.stack)), "{}", made.physical_id);
+    let made = p
+        .create(&ctx, &req("Orders", &props))
+        .await
+        .expect("create");
+    assert!(
+        made.physical_id
+            .starts_with(&format!("{}-Orders-", env.stack)),
+        "{}",
+        made.physical_id
+    );
     let t = env.describe(&made.physical_id).await;
-    assert_eq!(made.attributes.get("Arn"), Some(&json!(t.table_arn().expect("arn"))));
-    assert_eq!(made.attributes.get("StreamArn"), Some(&json!(t.latest_stream_arn().expect("stream"))));
+    assert_eq!(
+        made.attributes.get("Arn"),
+        Some(&json!(t.table_arn().expect("arn")))
+    );
+    assert_eq!(
+        made.attributes.get("StreamArn"),
+        Some(&json!(t.latest_stream_arn().expect("stream")))
+    );
 
-    let imported = p.import(&ctx, &req("Orders", &props), &made.physical_id).await.expect("import");
+    let imported = p
+        .import(&ctx, &req("Orders", &props), &made.physical_id)
+        .await
+        .expect("import");
     assert_eq!(imported, made);
 
     // Stream off in place: StreamArn is no longer an attribute.
     let mut off = props.clone();
     off.remove("StreamSpecification");
-    let out = p.update(&ctx, &req("Orders", &off), &made.physical_id, &props).await.expect("update");
+    let out = p
+        .update(&ctx, &req("Orders", &off), &made.physical_id, &props)
+        .await
+        .expect("update");
     let UpdateOutcome::Updated(updated) = out else {
         panic!("expected an in-place update, got {out:?}");
     };
     assert!(!updated.attributes.contains_key("StreamArn"));
-    assert!(!env.describe(&made.physical_id).await.stream_specification().is_some_and(|s| s.stream_enabled()));
+    assert!(!env
+        .describe(&made.physical_id)
+        .await
+        .stream_specification()
+        .is_some_and(|s| s.stream_enabled()));
 
-    p.delete(&ctx, &req("Orders", &off), &made.physical_id).await.expect("delete");
-    p.delete(&ctx, &req("Orders", &off), &made.physical_id).await.expect("delete again");
-    let err = p.import(&ctx, &req("Orders", &off), &made.physical_id).await.expect_err("gone");
-    assert!(err.to_string().starts_with("Orders (AWS::DynamoDB::Table): "), "{err}");
+    p.delete(&ctx, &req("Orders", &off), &made.physical_id)
+        .await
+        .expect("delete");
+    p.delete(&ctx, &req("Orders", &off), &made.physical_id)
+        .await
+        .expect("delete again");
+    let err = p
+        .import(&ctx, &req("Orders", &off), &made.physical_id)
+        .await
+        .expect_err("gone");
+    assert!(
+        err.to_string()
+            .starts_with("Orders (AWS::DynamoDB::Table): "),
+        "{err}"
+    );
 }

@@ -130,14 +130,24 @@ async fn parameter_lifecycle() {
     // Create: Ref is the name; Type and Value are what GetParameter reports.
     let made = p.create(&ctx, &req("Param", &v1)).await.expect("create");
     assert_eq!(made.physical_id, name);
-    assert_eq!(p.ref_value(PARAMETER, &made.physical_id, &made.attributes), json!(name));
+    assert_eq!(
+        p.ref_value(PARAMETER, &made.physical_id, &made.attributes),
+        json!(name)
+    );
     let (ty, value) = env.get(&name).await;
     assert_eq!(made.attributes.get("Type"), Some(&json!(ty)));
     assert_eq!(made.attributes.get("Value"), Some(&json!(value)));
     assert_eq!((ty.as_str(), value.as_str()), ("String", "one"));
-    assert_eq!(env.tags(&name).await, [("env".into(), "test".into()), ("team".into(), "a".into())]);
+    assert_eq!(
+        env.tags(&name).await,
+        [("env".into(), "test".into()), ("team".into(), "a".into())]
+    );
 
-    let read = p.read(&ctx, &req("Param", &v1), &name).await.expect("read").expect("exists");
+    let read = p
+        .read(&ctx, &req("Param", &v1), &name)
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!(read["Name"], json!(name));
     assert_eq!(read["Type"], json!("String"));
     assert_eq!(read["Value"], json!("one"));
@@ -152,7 +162,10 @@ async fn parameter_lifecycle() {
         "Description": "second",
         "Tags": {"team": "b", "owner": "me"},
     }));
-    let out = p.update(&ctx, &req("Param", &v2), &name, &v1).await.expect("update");
+    let out = p
+        .update(&ctx, &req("Param", &v2), &name, &v1)
+        .await
+        .expect("update");
     let UpdateOutcome::Updated(updated) = out else {
         panic!("expected an in-place update, got {out:?}");
     };
@@ -162,11 +175,19 @@ async fn parameter_lifecycle() {
     assert_eq!(updated.attributes.get("Type"), Some(&json!(ty)));
     assert_eq!(value, "two");
     assert_eq!(env.description(&name).await.as_deref(), Some("second"));
-    assert_eq!(env.tags(&name).await, [("owner".into(), "me".into()), ("team".into(), "b".into())]);
+    assert_eq!(
+        env.tags(&name).await,
+        [("owner".into(), "me".into()), ("team".into(), "b".into())]
+    );
 
     // In place: String to StringList, the list given as a list.
-    let v3 = obj(json!({"Name": name, "Type": "StringList", "Value": ["x", "y"], "Tags": {"team": "b", "owner": "me"}}));
-    let out = p.update(&ctx, &req("Param", &v3), &name, &v2).await.expect("update type");
+    let v3 = obj(
+        json!({"Name": name, "Type": "StringList", "Value": ["x", "y"], "Tags": {"team": "b", "owner": "me"}}),
+    );
+    let out = p
+        .update(&ctx, &req("Param", &v3), &name, &v2)
+        .await
+        .expect("update type");
     let UpdateOutcome::Updated(updated) = out else {
         panic!("expected an in-place update, got {out:?}");
     };
@@ -177,13 +198,27 @@ async fn parameter_lifecycle() {
 
     // A new name replaces the parameter.
     let renamed = obj(json!({"Name": format!("{name}-2"), "Type": "StringList", "Value": "x,y"}));
-    let out = p.update(&ctx, &req("Param", &renamed), &name, &v3).await.expect("update name");
-    assert!(matches!(out, UpdateOutcome::NeedsReplacement { .. }), "{out:?}");
+    let out = p
+        .update(&ctx, &req("Param", &renamed), &name, &v3)
+        .await
+        .expect("update name");
+    assert!(
+        matches!(out, UpdateOutcome::NeedsReplacement { .. }),
+        "{out:?}"
+    );
 
-    p.delete(&ctx, &req("Param", &v3), &name).await.expect("delete");
+    p.delete(&ctx, &req("Param", &v3), &name)
+        .await
+        .expect("delete");
     assert!(env.ssm.get_parameter().name(&name).send().await.is_err());
-    p.delete(&ctx, &req("Param", &v3), &name).await.expect("delete again");
-    assert!(p.read(&ctx, &req("Param", &v3), &name).await.expect("read").is_none());
+    p.delete(&ctx, &req("Param", &v3), &name)
+        .await
+        .expect("delete again");
+    assert!(p
+        .read(&ctx, &req("Param", &v3), &name)
+        .await
+        .expect("read")
+        .is_none());
 }
 
 #[tokio::test]
@@ -192,20 +227,42 @@ async fn generated_name_import_and_secure_string_refused() {
     let p = provider();
     let ctx = env.ctx();
     let props = obj(json!({"Type": "String", "Value": "hello"}));
-    let made = p.create(&ctx, &req("MyParam", &props)).await.expect("create");
-    assert!(made.physical_id.starts_with("CFN-MyParam-"), "{}", made.physical_id);
+    let made = p
+        .create(&ctx, &req("MyParam", &props))
+        .await
+        .expect("create");
+    assert!(
+        made.physical_id.starts_with("CFN-MyParam-"),
+        "{}",
+        made.physical_id
+    );
     assert_eq!(made.physical_id.len(), "CFN-MyParam-".len() + 12);
-    assert_eq!(env.get(&made.physical_id).await, ("String".into(), "hello".into()));
+    assert_eq!(
+        env.get(&made.physical_id).await,
+        ("String".into(), "hello".into())
+    );
 
-    let imported = p.import(&ctx, &req("MyParam", &props), &made.physical_id).await.expect("import");
+    let imported = p
+        .import(&ctx, &req("MyParam", &props), &made.physical_id)
+        .await
+        .expect("import");
     assert_eq!(imported, made);
 
-    let secure = obj(json!({"Name": support::unique_name("secure"), "Type": "SecureString", "Value": "s3cr3t-value"}));
-    let err = p.create(&ctx, &req("Secure", &secure)).await.expect_err("SecureString refused");
+    let secure = obj(
+        json!({"Name": support::unique_name("secure"), "Type": "SecureString", "Value": "s3cr3t-value"}),
+    );
+    let err = p
+        .create(&ctx, &req("Secure", &secure))
+        .await
+        .expect_err("SecureString refused");
     let msg = err.to_string();
     assert!(msg.starts_with("Secure (AWS::SSM::Parameter): "), "{msg}");
     assert!(!msg.contains("s3cr3t-value"), "{msg}");
 
-    p.delete(&ctx, &req("MyParam", &props), &made.physical_id).await.expect("delete");
-    p.delete(&ctx, &req("MyParam", &props), &made.physical_id).await.expect("delete again");
+    p.delete(&ctx, &req("MyParam", &props), &made.physical_id)
+        .await
+        .expect("delete");
+    p.delete(&ctx, &req("MyParam", &props), &made.physical_id)
+        .await
+        .expect("delete again");
 }

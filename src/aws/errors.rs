@@ -29,6 +29,7 @@ const NOT_FOUND_CODES: &[&str] = &[
     "ParameterNotFound",
     "NonExistentQueue",
     "AWS.SimpleQueueService.NonExistentQueue",
+    "QueueDoesNotExist",
     "NotFoundException",
 ];
 

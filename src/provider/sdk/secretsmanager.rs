@@ -25,7 +25,8 @@ use serde_json::{json, Map, Value};
 use crate::aws::{classify, AwsError, ErrorKind};
 use crate::provider::props::{changed, changed_properties, Props};
 use crate::provider::{
-    naming, schema, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+    naming, schema, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest,
+    UpdateOutcome,
 };
 
 const SECRET: &str = "AWS::SecretsManager::Secret";
@@ -41,7 +42,12 @@ fn client(ctx: &ProviderContext<'_>) -> Client {
     Client::new(&ctx.clients.config(Some(ctx.region)))
 }
 
-fn aws_err<E>(req: &ResourceRequest<'_>, operation: &'static str, target: &str, err: &Sdk<E>) -> ProviderError
+fn aws_err<E>(
+    req: &ResourceRequest<'_>,
+    operation: &'static str,
+    target: &str,
+    err: &Sdk<E>,
+) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
@@ -69,7 +75,10 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn wrong(&self, key: &str, expected: &str) -> ProviderError {
-        ProviderError::failed(self.req, format!("property {}.{key} must be {expected}", self.path))
+        ProviderError::failed(
+            self.req,
+            format!("property {}.{key} must be {expected}", self.path),
+        )
     }
 
     fn str(&self, key: &str) -> Result<Option<String>, ProviderError> {
@@ -94,8 +103,15 @@ impl Fields<'_> {
     fn i64(&self, key: &str) -> Result<Option<i64>, ProviderError> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| self.wrong(key, "an integer")),
-            Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| self.wrong(key, "an integer")),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| self.wrong(key, "an integer")),
+            Some(Value::String(s)) => s
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| self.wrong(key, "an integer")),
             Some(_) => Err(self.wrong(key, "an integer")),
         }
     }
@@ -103,7 +119,10 @@ impl Fields<'_> {
 
 /// The secret value the template asks for: `SecretString`, or one generated from
 /// `GenerateSecretString`; `None` for an empty secret.
-async fn secret_value(client: &Client, req: &ResourceRequest<'_>) -> Result<Option<String>, ProviderError> {
+async fn secret_value(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+) -> Result<Option<String>, ProviderError> {
     let props = Props::new(req);
     let literal = props.str("SecretString")?;
     let generate = props.object("GenerateSecretString")?;
@@ -186,7 +205,9 @@ fn tags(req: &ResourceRequest<'_>) -> Result<BTreeMap<String, String>, ProviderE
 }
 
 fn sdk_tags(tags: &BTreeMap<String, String>) -> Vec<Tag> {
-    tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()
+    tags.iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build())
+        .collect()
 }
 
 /// `ReplicaRegions` by region, with the optional KMS key of each.
@@ -198,14 +219,19 @@ fn replicas(req: &ResourceRequest<'_>) -> Result<BTreeMap<String, Option<String>
         .iter()
         .map(|item| {
             let Value::Object(map) = item else {
-                return Err(ProviderError::failed(req, "property ReplicaRegions must be a list of objects"));
+                return Err(ProviderError::failed(
+                    req,
+                    "property ReplicaRegions must be a list of objects",
+                ));
             };
             let f = Fields {
                 req,
                 map,
                 path: "ReplicaRegions",
             };
-            let region = f.str("Region")?.ok_or_else(|| ProviderError::missing(req, "ReplicaRegions.Region"))?;
+            let region = f
+                .str("Region")?
+                .ok_or_else(|| ProviderError::missing(req, "ReplicaRegions.Region"))?;
             Ok((region, f.str("KmsKeyId")?))
         })
         .collect()
@@ -214,7 +240,12 @@ fn replicas(req: &ResourceRequest<'_>) -> Result<BTreeMap<String, Option<String>
 fn replica_types(regions: &BTreeMap<String, Option<String>>) -> Vec<ReplicaRegionType> {
     regions
         .iter()
-        .map(|(r, k)| ReplicaRegionType::builder().region(r).set_kms_key_id(k.clone()).build())
+        .map(|(r, k)| {
+            ReplicaRegionType::builder()
+                .region(r)
+                .set_kms_key_id(k.clone())
+                .build()
+        })
         .collect()
 }
 
@@ -225,7 +256,11 @@ fn attributes(arn: &str) -> Map<String, Value> {
 }
 
 /// DescribeSecret; `None` when the secret does not exist or is scheduled for deletion.
-async fn describe(client: &Client, req: &ResourceRequest<'_>, id: &str) -> Result<Option<DescribeSecretOutput>, ProviderError> {
+async fn describe(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    id: &str,
+) -> Result<Option<DescribeSecretOutput>, ProviderError> {
     match client.describe_secret().secret_id(id).send().await {
         Ok(out) if out.deleted_date().is_some() => Ok(None),
         Ok(out) => Ok(Some(out)),
@@ -241,7 +276,11 @@ async fn update_tags(
     old: &BTreeMap<String, String>,
     new: &BTreeMap<String, String>,
 ) -> Result<(), ProviderError> {
-    let removed: Vec<String> = old.keys().filter(|k| !new.contains_key(*k)).cloned().collect();
+    let removed: Vec<String> = old
+        .keys()
+        .filter(|k| !new.contains_key(*k))
+        .cloned()
+        .collect();
     if !removed.is_empty() {
         client
             .untag_resource()
@@ -313,7 +352,11 @@ impl Provider for SecretProvider {
         &[SECRET]
     }
 
-    async fn create(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>) -> Result<Provisioned, ProviderError> {
+    async fn create(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+    ) -> Result<Provisioned, ProviderError> {
         let client = client(ctx);
         let props = Props::new(req);
         let name = match props.str("Name")? {
@@ -339,9 +382,9 @@ impl Provider for SecretProvider {
             .send()
             .await
             .map_err(|e| aws_err(req, "CreateSecret", &name, &e))?;
-        let arn = out
-            .arn
-            .ok_or_else(|| ProviderError::failed(req, format!("CreateSecret for {name} returned no ARN")))?;
+        let arn = out.arn.ok_or_else(|| {
+            ProviderError::failed(req, format!("CreateSecret for {name} returned no ARN"))
+        })?;
         Ok(Provisioned {
             attributes: attributes(&arn),
             physical_id: arn,
@@ -356,7 +399,10 @@ impl Provider for SecretProvider {
         previous: &Map<String, Value>,
     ) -> Result<UpdateOutcome, ProviderError> {
         let changes = changed_properties(previous, req.properties);
-        if let Some(p) = changes.iter().find(|p| *p == "Name" || schema::is_create_only(SECRET, p)) {
+        if let Some(p) = changes
+            .iter()
+            .find(|p| *p == "Name" || schema::is_create_only(SECRET, p))
+        {
             return Ok(UpdateOutcome::NeedsReplacement {
                 reason: format!("{p} cannot be changed on an existing secret"),
             });
@@ -364,16 +410,25 @@ impl Provider for SecretProvider {
         let client = client(ctx);
         let props = Props::new(req);
         let desired = req.properties;
-        let value_changed = changed(previous, desired, "SecretString") || changed(previous, desired, "GenerateSecretString");
-        let value = if value_changed { secret_value(&client, req).await? } else { None };
-        let description = changed(previous, desired, "Description").then(|| props.str("Description"));
+        let value_changed = changed(previous, desired, "SecretString")
+            || changed(previous, desired, "GenerateSecretString");
+        let value = if value_changed {
+            secret_value(&client, req).await?
+        } else {
+            None
+        };
+        let description =
+            changed(previous, desired, "Description").then(|| props.str("Description"));
         let kms = changed(previous, desired, "KmsKeyId").then(|| props.str("KmsKeyId"));
         if value.is_some() || description.is_some() || kms.is_some() {
             client
                 .update_secret()
                 .secret_id(physical_id)
                 .set_description(description.transpose()?.map(|d| d.unwrap_or_default()))
-                .set_kms_key_id(kms.transpose()?.map(|k| k.unwrap_or_else(|| DEFAULT_KMS_KEY.to_owned())))
+                .set_kms_key_id(
+                    kms.transpose()?
+                        .map(|k| k.unwrap_or_else(|| DEFAULT_KMS_KEY.to_owned())),
+                )
                 .set_secret_string(value)
                 .send()
                 .await
@@ -387,7 +442,14 @@ impl Provider for SecretProvider {
             update_tags(&client, req, physical_id, &tags(&prev_req)?, &tags(req)?).await?;
         }
         if changed(previous, desired, "ReplicaRegions") {
-            update_replicas(&client, req, physical_id, &replicas(&prev_req)?, &replicas(req)?).await?;
+            update_replicas(
+                &client,
+                req,
+                physical_id,
+                &replicas(&prev_req)?,
+                &replicas(req)?,
+            )
+            .await?;
         }
         Ok(UpdateOutcome::Updated(Provisioned {
             physical_id: physical_id.to_owned(),
@@ -395,7 +457,12 @@ impl Provider for SecretProvider {
         }))
     }
 
-    async fn delete(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>, physical_id: &str) -> Result<(), ProviderError> {
+    async fn delete(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<(), ProviderError> {
         let client = client(ctx);
         let described = match client.describe_secret().secret_id(physical_id).send().await {
             Ok(out) => out,
@@ -418,7 +485,14 @@ impl Provider for SecretProvider {
             {
                 Ok(_) => {}
                 Err(e) if classify(&e) == ErrorKind::NotFound => {}
-                Err(e) => return Err(aws_err(req, "RemoveRegionsFromReplication", physical_id, &e)),
+                Err(e) => {
+                    return Err(aws_err(
+                        req,
+                        "RemoveRegionsFromReplication",
+                        physical_id,
+                        &e,
+                    ))
+                }
             }
         }
         match client
@@ -483,10 +557,17 @@ impl Provider for SecretProvider {
         Ok(Some(out))
     }
 
-    async fn import(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>, physical_id: &str) -> Result<Provisioned, ProviderError> {
+    async fn import(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Provisioned, ProviderError> {
         let d = describe(&client(ctx), req, physical_id)
             .await?
-            .ok_or_else(|| ProviderError::failed(req, format!("secret {physical_id} does not exist")))?;
+            .ok_or_else(|| {
+                ProviderError::failed(req, format!("secret {physical_id} does not exist"))
+            })?;
         let arn = d.arn().unwrap_or(physical_id).to_owned();
         Ok(Provisioned {
             attributes: attributes(&arn),

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_ssm::error::SdkError;
-use aws_sdk_ssm::types::{ParameterStringFilter, ParameterTier, ParameterType, ResourceTypeForTagging, Tag};
+use aws_sdk_ssm::types::{
+    ParameterStringFilter, ParameterTier, ParameterType, ResourceTypeForTagging, Tag,
+};
 use aws_sdk_ssm::Client;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
@@ -22,7 +24,8 @@ use serde_json::{json, Map, Value};
 use crate::aws::{classify, AwsError, ErrorKind};
 use crate::provider::props::{changed, changed_properties, Props};
 use crate::provider::{
-    naming, schema, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+    naming, schema, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest,
+    UpdateOutcome,
 };
 
 const PARAMETER: &str = "AWS::SSM::Parameter";
@@ -30,7 +33,15 @@ const SERVICE: &str = "ssm";
 /// The prefix CloudFormation gives the parameters it names.
 const GENERATED_PREFIX: &str = "CFN";
 /// Properties PutParameter (Overwrite) rewrites.
-const OVERWRITTEN: &[&str] = &["Value", "Type", "Description", "AllowedPattern", "Tier", "DataType", "Policies"];
+const OVERWRITTEN: &[&str] = &[
+    "Value",
+    "Type",
+    "Description",
+    "AllowedPattern",
+    "Tier",
+    "DataType",
+    "Policies",
+];
 /// Parameter Store's request rate is low; throttled calls are retried this many times.
 const THROTTLE_ATTEMPTS: u32 = 6;
 
@@ -42,7 +53,12 @@ fn client(ctx: &ProviderContext<'_>) -> Client {
     Client::new(&ctx.clients.config(Some(ctx.region)))
 }
 
-fn aws_err<E>(req: &ResourceRequest<'_>, operation: &'static str, target: &str, err: &Sdk<E>) -> ProviderError
+fn aws_err<E>(
+    req: &ResourceRequest<'_>,
+    operation: &'static str,
+    target: &str,
+    err: &Sdk<E>,
+) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
@@ -120,14 +136,20 @@ fn tags(req: &ResourceRequest<'_>) -> Result<BTreeMap<String, String>, ProviderE
             .map(|(k, v)| match v {
                 Value::String(s) => Ok((k.clone(), s.clone())),
                 Value::Number(_) | Value::Bool(_) => Ok((k.clone(), v.to_string())),
-                _ => Err(ProviderError::failed(req, "property Tags must map keys to strings")),
+                _ => Err(ProviderError::failed(
+                    req,
+                    "property Tags must map keys to strings",
+                )),
             })
             .collect(),
         Some(_) => Ok(props.tags()?.into_iter().collect()),
     }
 }
 
-fn sdk_tags(req: &ResourceRequest<'_>, tags: &BTreeMap<String, String>) -> Result<Vec<Tag>, ProviderError> {
+fn sdk_tags(
+    req: &ResourceRequest<'_>,
+    tags: &BTreeMap<String, String>,
+) -> Result<Vec<Tag>, ProviderError> {
     tags.iter()
         .map(|(k, v)| {
             Tag::builder()
@@ -156,7 +178,13 @@ async fn put(
     tags: Vec<Tag>,
 ) -> Result<(), ProviderError> {
     // On overwrite an absent description or pattern must be cleared, not kept.
-    let clear = |v: &Option<String>| if overwrite { Some(v.clone().unwrap_or_default()) } else { v.clone() };
+    let clear = |v: &Option<String>| {
+        if overwrite {
+            Some(v.clone().unwrap_or_default())
+        } else {
+            v.clone()
+        }
+    };
     let call = client
         .put_parameter()
         .name(name)
@@ -175,7 +203,11 @@ async fn put(
     Ok(())
 }
 
-async fn list_tags(client: &Client, req: &ResourceRequest<'_>, name: &str) -> Result<BTreeMap<String, String>, ProviderError> {
+async fn list_tags(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    name: &str,
+) -> Result<BTreeMap<String, String>, ProviderError> {
     let call = client
         .list_tags_for_resource()
         .resource_type(ResourceTypeForTagging::Parameter)
@@ -198,7 +230,11 @@ async fn update_tags(
     old: &BTreeMap<String, String>,
     new: &BTreeMap<String, String>,
 ) -> Result<(), ProviderError> {
-    let removed: Vec<String> = old.keys().filter(|k| !new.contains_key(*k)).cloned().collect();
+    let removed: Vec<String> = old
+        .keys()
+        .filter(|k| !new.contains_key(*k))
+        .cloned()
+        .collect();
     if !removed.is_empty() {
         let call = client
             .remove_tags_from_resource()
@@ -228,12 +264,18 @@ async fn update_tags(
 }
 
 /// GetParameter: (type, value), `None` when the parameter does not exist.
-async fn get(client: &Client, req: &ResourceRequest<'_>, name: &str) -> Result<Option<(String, String, Option<String>)>, ProviderError> {
+async fn get(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    name: &str,
+) -> Result<Option<(String, String, Option<String>)>, ProviderError> {
     let call = client.get_parameter().name(name);
     match retry_throttled(|| call.clone().send()).await {
         Ok(out) => Ok(out.parameter.map(|p| {
             (
-                p.r#type().map(|t| t.as_str().to_owned()).unwrap_or_default(),
+                p.r#type()
+                    .map(|t| t.as_str().to_owned())
+                    .unwrap_or_default(),
                 p.value().unwrap_or_default().to_owned(),
                 p.data_type().map(str::to_owned),
             )
@@ -249,7 +291,11 @@ impl Provider for ParameterProvider {
         &[PARAMETER]
     }
 
-    async fn create(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>) -> Result<Provisioned, ProviderError> {
+    async fn create(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+    ) -> Result<Provisioned, ProviderError> {
         let client = client(ctx);
         let d = desired(req)?;
         let name = match Props::new(req).str("Name")? {
@@ -272,14 +318,20 @@ impl Provider for ParameterProvider {
         previous: &Map<String, Value>,
     ) -> Result<UpdateOutcome, ProviderError> {
         let changes = changed_properties(previous, req.properties);
-        if let Some(p) = changes.iter().find(|p| *p == "Name" || schema::is_create_only(PARAMETER, p)) {
+        if let Some(p) = changes
+            .iter()
+            .find(|p| *p == "Name" || schema::is_create_only(PARAMETER, p))
+        {
             return Ok(UpdateOutcome::NeedsReplacement {
                 reason: format!("{p} cannot be changed on an existing parameter"),
             });
         }
         let client = client(ctx);
         let d = desired(req)?;
-        if OVERWRITTEN.iter().any(|p| changed(previous, req.properties, p)) {
+        if OVERWRITTEN
+            .iter()
+            .any(|p| changed(previous, req.properties, p))
+        {
             put(&client, req, physical_id, &d, true, Vec::new()).await?;
         }
         if changed(previous, req.properties, "Tags") {
@@ -295,7 +347,12 @@ impl Provider for ParameterProvider {
         }))
     }
 
-    async fn delete(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>, physical_id: &str) -> Result<(), ProviderError> {
+    async fn delete(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<(), ProviderError> {
         let client = client(ctx);
         let call = client.delete_parameter().name(physical_id);
         match retry_throttled(|| call.clone().send()).await {
@@ -332,7 +389,11 @@ impl Provider for ParameterProvider {
         let described = retry_throttled(|| call.clone().send())
             .await
             .map_err(|e| aws_err(req, "DescribeParameters", physical_id, &e))?;
-        if let Some(meta) = described.parameters().iter().find(|p| p.name() == Some(physical_id)) {
+        if let Some(meta) = described
+            .parameters()
+            .iter()
+            .find(|p| p.name() == Some(physical_id))
+        {
             if let Some(desc) = meta.description().filter(|d| !d.is_empty()) {
                 out.insert("Description".into(), json!(desc));
             }
@@ -359,7 +420,12 @@ impl Provider for ParameterProvider {
         Ok(Some(out))
     }
 
-    async fn import(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>, physical_id: &str) -> Result<Provisioned, ProviderError> {
+    async fn import(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Provisioned, ProviderError> {
         match get(&client(ctx), req, physical_id).await? {
             Some((kind, value, _)) => {
                 let mut attributes = Map::new();
@@ -370,7 +436,10 @@ impl Provider for ParameterProvider {
                     attributes,
                 })
             }
-            None => Err(ProviderError::failed(req, format!("parameter {physical_id} does not exist"))),
+            None => Err(ProviderError::failed(
+                req,
+                format!("parameter {physical_id} does not exist"),
+            )),
         }
     }
 }

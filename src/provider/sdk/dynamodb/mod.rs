@@ -10,6 +10,7 @@
 //! every index are ACTIVE, as DynamoDB requires; `--no-wait` skips only the final wait.
 
 mod read;
+mod settings;
 mod spec;
 mod update;
 
@@ -20,18 +21,19 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{
-    ApproximateCreationDateTimePrecision, BillingMode, ContributorInsightsAction, ContributorInsightsMode,
-    EnableKinesisStreamingConfiguration, IndexStatus, PointInTimeRecoverySpecification, StreamSpecification,
-    StreamViewType, TableClass, TableDescription, TableStatus, Tag, TimeToLiveSpecification,
+    BillingMode, IndexStatus, TableClass, TableDescription, TableStatus, Tag,
 };
 use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use serde_json::{json, Map, Value};
 
+use self::settings::{configure_new_table, is_policy_absent, needs_configuration, stream_spec};
 use self::spec::Spec;
 use crate::aws::{classify, error_code, AwsError, ErrorKind};
-use crate::provider::{naming, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
+use crate::provider::{
+    naming, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+};
 
 const TABLE: &str = "AWS::DynamoDB::Table";
 const SERVICE: &str = "dynamodb";
@@ -53,7 +55,12 @@ fn client(ctx: &ProviderContext<'_>) -> Client {
     Client::new(&ctx.clients.config(Some(ctx.region)))
 }
 
-fn aws_err<E>(req: &ResourceRequest<'_>, operation: &'static str, target: &str, err: &Sdk<E>) -> ProviderError
+fn aws_err<E>(
+    req: &ResourceRequest<'_>,
+    operation: &'static str,
+    target: &str,
+    err: &Sdk<E>,
+) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
@@ -104,7 +111,11 @@ where
 }
 
 /// DescribeTable; `None` when the table does not exist.
-async fn describe(client: &Client, req: &ResourceRequest<'_>, table: &str) -> Result<Option<TableDescription>, ProviderError> {
+async fn describe(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+) -> Result<Option<TableDescription>, ProviderError> {
     match client.describe_table().table_name(table).send().await {
         Ok(out) => Ok(out.table),
         Err(e) if classify(&e) == ErrorKind::NotFound => Ok(None),
@@ -129,19 +140,33 @@ fn timeout(req: &ResourceRequest<'_>, limit: Duration, detail: String) -> Provid
 }
 
 /// Polls until the table and all its global secondary indexes are ACTIVE.
-async fn wait_ready(client: &Client, req: &ResourceRequest<'_>, table: &str) -> Result<TableDescription, ProviderError> {
+async fn wait_ready(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+) -> Result<TableDescription, ProviderError> {
     let start = Instant::now();
     let mut delay = POLL_FIRST;
     loop {
-        let t = describe(client, req, table)
-            .await?
-            .ok_or_else(|| ProviderError::failed(req, format!("table {table} disappeared while waiting for it to become ACTIVE")))?;
+        let t = describe(client, req, table).await?.ok_or_else(|| {
+            ProviderError::failed(
+                req,
+                format!("table {table} disappeared while waiting for it to become ACTIVE"),
+            )
+        })?;
         if ready(&t) {
             return Ok(t);
         }
         if start.elapsed() >= ACTIVE_LIMIT {
-            let status = t.table_status().map(|s| s.as_str().to_owned()).unwrap_or_default();
-            return Err(timeout(req, ACTIVE_LIMIT, format!("table {table} is {status}, not ACTIVE with all indexes ACTIVE")));
+            let status = t
+                .table_status()
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_default();
+            return Err(timeout(
+                req,
+                ACTIVE_LIMIT,
+                format!("table {table} is {status}, not ACTIVE with all indexes ACTIVE"),
+            ));
         }
         tokio::time::sleep(delay).await;
         delay = next_delay(delay);
@@ -149,12 +174,20 @@ async fn wait_ready(client: &Client, req: &ResourceRequest<'_>, table: &str) -> 
 }
 
 /// Polls until the table no longer exists.
-async fn wait_gone(client: &Client, req: &ResourceRequest<'_>, table: &str) -> Result<(), ProviderError> {
+async fn wait_gone(
+    client: &Client,
+    req: &ResourceRequest<'_>,
+    table: &str,
+) -> Result<(), ProviderError> {
     let start = Instant::now();
     let mut delay = POLL_FIRST;
     while describe(client, req, table).await?.is_some() {
         if start.elapsed() >= GONE_LIMIT {
-            return Err(timeout(req, GONE_LIMIT, format!("table {table} is still being deleted")));
+            return Err(timeout(
+                req,
+                GONE_LIMIT,
+                format!("table {table} is still being deleted"),
+            ));
         }
         tokio::time::sleep(delay).await;
         delay = next_delay(delay);
@@ -182,7 +215,10 @@ fn provisioned(t: &TableDescription) -> Provisioned {
     }
 }
 
-fn sdk_tags(req: &ResourceRequest<'_>, tags: &BTreeMap<String, String>) -> Result<Vec<Tag>, ProviderError> {
+fn sdk_tags(
+    req: &ResourceRequest<'_>,
+    tags: &BTreeMap<String, String>,
+) -> Result<Vec<Tag>, ProviderError> {
     tags.iter()
         .map(|(k, v)| {
             Tag::builder()
@@ -192,196 +228,6 @@ fn sdk_tags(req: &ResourceRequest<'_>, tags: &BTreeMap<String, String>) -> Resul
                 .map_err(|e| ProviderError::failed(req, format!("property Tags: {e}")))
         })
         .collect()
-}
-
-fn stream_spec(view_type: Option<&str>) -> Result<StreamSpecification, String> {
-    StreamSpecification::builder()
-        .stream_enabled(view_type.is_some())
-        .set_stream_view_type(view_type.map(StreamViewType::from))
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-async fn set_ttl(
-    client: &Client,
-    req: &ResourceRequest<'_>,
-    table: &str,
-    attribute: &str,
-    enabled: bool,
-) -> Result<(), ProviderError> {
-    let spec = TimeToLiveSpecification::builder()
-        .attribute_name(attribute)
-        .enabled(enabled)
-        .build()
-        .map_err(|e| ProviderError::failed(req, format!("property TimeToLiveSpecification: {e}")))?;
-    let call = client.update_time_to_live().table_name(table).time_to_live_specification(spec);
-    retry_busy(|| call.clone().send())
-        .await
-        .map_err(|e| aws_err(req, "UpdateTimeToLive", table, &e))?;
-    Ok(())
-}
-
-async fn set_pitr(
-    client: &Client,
-    req: &ResourceRequest<'_>,
-    table: &str,
-    enabled: bool,
-    days: Option<i32>,
-) -> Result<(), ProviderError> {
-    let spec = PointInTimeRecoverySpecification::builder()
-        .point_in_time_recovery_enabled(enabled)
-        .set_recovery_period_in_days(if enabled { days } else { None })
-        .build()
-        .map_err(|e| ProviderError::failed(req, format!("property PointInTimeRecoverySpecification: {e}")))?;
-    let call = client
-        .update_continuous_backups()
-        .table_name(table)
-        .point_in_time_recovery_specification(spec);
-    retry_busy(|| call.clone().send())
-        .await
-        .map_err(|e| aws_err(req, "UpdateContinuousBackups", table, &e))?;
-    Ok(())
-}
-
-async fn set_insights(
-    client: &Client,
-    req: &ResourceRequest<'_>,
-    table: &str,
-    index: Option<&str>,
-    enabled: bool,
-    mode: Option<ContributorInsightsMode>,
-) -> Result<(), ProviderError> {
-    let action = if enabled { ContributorInsightsAction::Enable } else { ContributorInsightsAction::Disable };
-    let call = client
-        .update_contributor_insights()
-        .table_name(table)
-        .set_index_name(index.map(str::to_owned))
-        .contributor_insights_action(action)
-        .set_contributor_insights_mode(if enabled { mode } else { None });
-    let target = index.map_or_else(|| table.to_owned(), |i| format!("{table} index {i}"));
-    retry_busy(|| call.clone().send())
-        .await
-        .map_err(|e| aws_err(req, "UpdateContributorInsights", &target, &e))?;
-    Ok(())
-}
-
-async fn set_kinesis(
-    client: &Client,
-    req: &ResourceRequest<'_>,
-    table: &str,
-    stream_arn: &str,
-    precision: Option<&str>,
-    enable: bool,
-) -> Result<(), ProviderError> {
-    let config = precision.map(|p| {
-        EnableKinesisStreamingConfiguration::builder()
-            .approximate_creation_date_time_precision(ApproximateCreationDateTimePrecision::from(p))
-            .build()
-    });
-    if enable {
-        let call = client
-            .enable_kinesis_streaming_destination()
-            .table_name(table)
-            .stream_arn(stream_arn)
-            .set_enable_kinesis_streaming_configuration(config);
-        retry_busy(|| call.clone().send())
-            .await
-            .map_err(|e| aws_err(req, "EnableKinesisStreamingDestination", table, &e))?;
-    } else {
-        let call = client
-            .disable_kinesis_streaming_destination()
-            .table_name(table)
-            .stream_arn(stream_arn);
-        match retry_busy(|| call.clone().send()).await {
-            Ok(_) => {}
-            Err(e) if classify(&e) == ErrorKind::NotFound => {}
-            Err(e) => return Err(aws_err(req, "DisableKinesisStreamingDestination", table, &e)),
-        }
-    }
-    Ok(())
-}
-
-/// Puts (`Some`) or removes (`None`) the resource policy of a table or stream.
-async fn set_policy(
-    client: &Client,
-    req: &ResourceRequest<'_>,
-    arn: &str,
-    policy: Option<&str>,
-) -> Result<(), ProviderError> {
-    match policy {
-        Some(p) => {
-            let call = client.put_resource_policy().resource_arn(arn).policy(p);
-            retry_busy(|| call.clone().send())
-                .await
-                .map_err(|e| aws_err(req, "PutResourcePolicy", arn, &e))?;
-        }
-        None => {
-            let call = client.delete_resource_policy().resource_arn(arn);
-            match retry_busy(|| call.clone().send()).await {
-                Ok(_) => {}
-                Err(e) if is_policy_absent(&e) => {}
-                Err(e) => return Err(aws_err(req, "DeleteResourcePolicy", arn, &e)),
-            }
-        }
-    }
-    Ok(())
-}
-
-fn is_policy_absent<E: ProvideErrorMetadata>(err: &Sdk<E>) -> bool {
-    error_code(err) == Some("PolicyNotFoundException") || classify(err) == ErrorKind::NotFound
-}
-
-/// The settings CreateTable cannot carry, applied once the table is ACTIVE.
-async fn configure_new_table(
-    client: &Client,
-    req: &ResourceRequest<'_>,
-    spec: &Spec<'_>,
-    t: &TableDescription,
-) -> Result<(), ProviderError> {
-    let table = t.table_name().unwrap_or_default();
-    if let Some(attr) = spec.ttl_enabled_attribute()? {
-        set_ttl(client, req, table, &attr, true).await?;
-    }
-    let (pitr, days) = spec.pitr()?;
-    if pitr {
-        set_pitr(client, req, table, true, days).await?;
-    }
-    let (insights, mode) = spec.insights_at(req.properties.get("ContributorInsightsSpecification"), "ContributorInsightsSpecification")?;
-    if insights {
-        set_insights(client, req, table, None, true, mode).await?;
-    }
-    for gsi in spec.global_indexes()? {
-        let (on, mode) = gsi.insights(spec)?;
-        if on {
-            set_insights(client, req, table, Some(&gsi.name), true, mode).await?;
-        }
-    }
-    if let Some((arn, precision)) = spec.kinesis()? {
-        set_kinesis(client, req, table, &arn, precision.as_deref(), true).await?;
-    }
-    if let (Some(policy), Some(stream)) = (spec.stream_policy()?, t.latest_stream_arn()) {
-        set_policy(client, req, stream, Some(&policy)).await?;
-    }
-    Ok(())
-}
-
-/// Whether anything must be set on the table after CreateTable, which needs it ACTIVE.
-fn needs_configuration(spec: &Spec<'_>, req: &ResourceRequest<'_>) -> Result<bool, ProviderError> {
-    let gsi_insights = spec
-        .global_indexes()?
-        .iter()
-        .map(|g| g.insights(spec).map(|(on, _)| on))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .any(|on| on);
-    Ok(spec.ttl_enabled_attribute()?.is_some()
-        || spec.pitr()?.0
-        || spec
-            .insights_at(req.properties.get("ContributorInsightsSpecification"), "ContributorInsightsSpecification")?
-            .0
-        || gsi_insights
-        || spec.kinesis()?.is_some()
-        || spec.stream_policy()?.is_some())
 }
 
 async fn create_table(
@@ -411,7 +257,11 @@ async fn create_table(
     let lsis = spec.local_indexes()?;
     let stream = spec
         .stream_view_type()?
-        .map(|vt| stream_spec(Some(&vt)).map_err(|e| ProviderError::failed(req, format!("property StreamSpecification: {e}"))))
+        .map(|vt| {
+            stream_spec(Some(&vt)).map_err(|e| {
+                ProviderError::failed(req, format!("property StreamSpecification: {e}"))
+            })
+        })
         .transpose()?;
     let tags = sdk_tags(req, &spec.tags()?)?;
     let call = client
@@ -421,21 +271,31 @@ async fn create_table(
         .set_key_schema(Some(spec.key_schema()?))
         .billing_mode(mode)
         .set_provisioned_throughput(if is_provisioned {
-            spec.throughput_at(req.properties.get("ProvisionedThroughput"), "ProvisionedThroughput")?
+            spec.throughput_at(
+                req.properties.get("ProvisionedThroughput"),
+                "ProvisionedThroughput",
+            )?
         } else {
             None
         })
         .set_on_demand_throughput(if is_provisioned {
             None
         } else {
-            spec.on_demand_at(req.properties.get("OnDemandThroughput"), "OnDemandThroughput")?
+            spec.on_demand_at(
+                req.properties.get("OnDemandThroughput"),
+                "OnDemandThroughput",
+            )?
         })
         .set_warm_throughput(spec.warm_at(req.properties.get("WarmThroughput"), "WarmThroughput")?)
         .set_global_secondary_indexes((!gsis.is_empty()).then_some(gsis))
         .set_local_secondary_indexes((!lsis.is_empty()).then_some(lsis))
         .set_stream_specification(stream)
         .set_sse_specification(spec.sse()?)
-        .set_table_class(props.str("TableClass")?.map(|c| TableClass::from(c.as_str())))
+        .set_table_class(
+            props
+                .str("TableClass")?
+                .map(|c| TableClass::from(c.as_str())),
+        )
         .set_deletion_protection_enabled(props.bool("DeletionProtectionEnabled")?)
         .set_resource_policy(spec.table_policy()?)
         .set_tags((!tags.is_empty()).then_some(tags));
@@ -443,9 +303,12 @@ async fn create_table(
     let created = retry_while(|| call.clone().send(), is_over_limit)
         .await
         .map_err(|e| aws_err(req, "CreateTable", &name, &e))?;
-    let mut table = created
-        .table_description
-        .ok_or_else(|| ProviderError::failed(req, format!("CreateTable for {name} returned no table description")))?;
+    let mut table = created.table_description.ok_or_else(|| {
+        ProviderError::failed(
+            req,
+            format!("CreateTable for {name} returned no table description"),
+        )
+    })?;
 
     let configure = needs_configuration(&spec, req)?;
     if configure || !ctx.no_wait {
@@ -511,13 +374,19 @@ async fn read_table(
     {
         out.insert(
             "PointInTimeRecoverySpecification".into(),
-            read::pitr(p.point_in_time_recovery_status(), p.recovery_period_in_days()),
+            read::pitr(
+                p.point_in_time_recovery_status(),
+                p.recovery_period_in_days(),
+            ),
         );
     }
     if let Some(arn) = t.table_arn() {
         let tags = list_tags(client, req, arn).await?;
         if !tags.is_empty() {
-            let list = tags.into_iter().map(|(k, v)| json!({"Key": k, "Value": v})).collect();
+            let list = tags
+                .into_iter()
+                .map(|(k, v)| json!({"Key": k, "Value": v}))
+                .collect();
             out.insert("Tags".into(), Value::Array(list));
         }
         match client.get_resource_policy().resource_arn(arn).send().await {
@@ -568,7 +437,11 @@ impl Provider for DynamoDbTableProvider {
         &[TABLE]
     }
 
-    async fn create(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>) -> Result<Provisioned, ProviderError> {
+    async fn create(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+    ) -> Result<Provisioned, ProviderError> {
         create_table(ctx, &client(ctx), req).await
     }
 
@@ -582,7 +455,12 @@ impl Provider for DynamoDbTableProvider {
         update::update_table(ctx, &client(ctx), req, physical_id, previous).await
     }
 
-    async fn delete(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>, physical_id: &str) -> Result<(), ProviderError> {
+    async fn delete(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<(), ProviderError> {
         delete_table(ctx, &client(ctx), req, physical_id).await
     }
 
@@ -595,10 +473,18 @@ impl Provider for DynamoDbTableProvider {
         read_table(&client(ctx), req, physical_id).await
     }
 
-    async fn import(&self, ctx: &ProviderContext<'_>, req: &ResourceRequest<'_>, physical_id: &str) -> Result<Provisioned, ProviderError> {
+    async fn import(
+        &self,
+        ctx: &ProviderContext<'_>,
+        req: &ResourceRequest<'_>,
+        physical_id: &str,
+    ) -> Result<Provisioned, ProviderError> {
         match describe(&client(ctx), req, physical_id).await? {
             Some(t) => Ok(provisioned(&t)),
-            None => Err(ProviderError::failed(req, format!("table {physical_id} does not exist"))),
+            None => Err(ProviderError::failed(
+                req,
+                format!("table {physical_id} does not exist"),
+            )),
         }
     }
 }

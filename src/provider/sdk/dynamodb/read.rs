@@ -86,7 +86,10 @@ pub(super) fn table_properties(t: &TableDescription) -> Map<String, Value> {
             .iter()
             .map(|g| {
                 let mut m = Map::new();
-                m.insert("IndexName".into(), json!(g.index_name().unwrap_or_default()));
+                m.insert(
+                    "IndexName".into(),
+                    json!(g.index_name().unwrap_or_default()),
+                );
                 m.insert("KeySchema".into(), keys(g.key_schema()));
                 if let Some(p) = g.projection() {
                     m.insert("Projection".into(), projection(p));
@@ -109,7 +112,10 @@ pub(super) fn table_properties(t: &TableDescription) -> Map<String, Value> {
             .iter()
             .map(|l| {
                 let mut m = Map::new();
-                m.insert("IndexName".into(), json!(l.index_name().unwrap_or_default()));
+                m.insert(
+                    "IndexName".into(),
+                    json!(l.index_name().unwrap_or_default()),
+                );
                 m.insert("KeySchema".into(), keys(l.key_schema()));
                 if let Some(p) = l.projection() {
                     m.insert("Projection".into(), projection(p));
@@ -121,11 +127,17 @@ pub(super) fn table_properties(t: &TableDescription) -> Map<String, Value> {
     }
     if let Some(s) = t.stream_specification().filter(|s| s.stream_enabled()) {
         if let Some(vt) = s.stream_view_type() {
-            out.insert("StreamSpecification".into(), json!({"StreamViewType": vt.as_str()}));
+            out.insert(
+                "StreamSpecification".into(),
+                json!({"StreamViewType": vt.as_str()}),
+            );
         }
     }
     if let Some(sse) = t.sse_description() {
-        let on = matches!(sse.status(), Some(SseStatus::Enabled | SseStatus::Enabling | SseStatus::Updating));
+        let on = matches!(
+            sse.status(),
+            Some(SseStatus::Enabled | SseStatus::Enabling | SseStatus::Updating)
+        );
         if on {
             let mut m = Map::new();
             m.insert("SSEEnabled".into(), json!(true));

@@ -34,7 +34,11 @@ impl<'a> Spec<'a> {
     }
 
     /// A top-level or nested object; null and absent are `None`.
-    pub fn object<'v>(&self, value: Option<&'v Value>, path: &str) -> Result<Option<&'v Map<String, Value>>, ProviderError> {
+    pub fn object<'v>(
+        &self,
+        value: Option<&'v Value>,
+        path: &str,
+    ) -> Result<Option<&'v Map<String, Value>>, ProviderError> {
         match value {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Object(m)) => Ok(Some(m)),
@@ -43,7 +47,11 @@ impl<'a> Spec<'a> {
     }
 
     /// A list; null and absent are empty.
-    pub fn list<'v>(&self, value: Option<&'v Value>, path: &str) -> Result<&'v [Value], ProviderError> {
+    pub fn list<'v>(
+        &self,
+        value: Option<&'v Value>,
+        path: &str,
+    ) -> Result<&'v [Value], ProviderError> {
         match value {
             None | Some(Value::Null) => Ok(&[]),
             Some(Value::Array(items)) => Ok(items),
@@ -51,7 +59,12 @@ impl<'a> Spec<'a> {
         }
     }
 
-    pub fn str(&self, m: &Map<String, Value>, key: &str, path: &str) -> Result<Option<String>, ProviderError> {
+    pub fn str(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<String>, ProviderError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -61,12 +74,22 @@ impl<'a> Spec<'a> {
         }
     }
 
-    pub fn required_str(&self, m: &Map<String, Value>, key: &str, path: &str) -> Result<String, ProviderError> {
+    pub fn required_str(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<String, ProviderError> {
         self.str(m, key, path)?
             .ok_or_else(|| ProviderError::missing(self.req, &format!("{path}.{key}")))
     }
 
-    pub fn i64(&self, m: &Map<String, Value>, key: &str, path: &str) -> Result<Option<i64>, ProviderError> {
+    pub fn i64(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<i64>, ProviderError> {
         let wrong = || self.wrong(&format!("{path}.{key}"), "an integer");
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
@@ -76,7 +99,12 @@ impl<'a> Spec<'a> {
         }
     }
 
-    pub fn bool(&self, m: &Map<String, Value>, key: &str, path: &str) -> Result<Option<bool>, ProviderError> {
+    pub fn bool(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<bool>, ProviderError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -86,7 +114,12 @@ impl<'a> Spec<'a> {
         }
     }
 
-    fn strings(&self, m: &Map<String, Value>, key: &str, path: &str) -> Result<Vec<String>, ProviderError> {
+    fn strings(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Vec<String>, ProviderError> {
         let p = format!("{path}.{key}");
         self.list(m.get(key), &p)?
             .iter()
@@ -99,7 +132,8 @@ impl<'a> Spec<'a> {
     }
 
     fn item<'v>(&self, v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, ProviderError> {
-        self.object(Some(v), path)?.ok_or_else(|| self.wrong(path, "an object"))
+        self.object(Some(v), path)?
+            .ok_or_else(|| self.wrong(path, "an object"))
     }
 
     // ---- table-level properties -------------------------------------------------------
@@ -107,11 +141,18 @@ impl<'a> Spec<'a> {
     /// `BillingMode`, CloudFormation's default being `PROVISIONED`.
     pub fn billing_mode(&self) -> Result<BillingMode, ProviderError> {
         Ok(BillingMode::from(
-            self.props().str("BillingMode")?.as_deref().unwrap_or("PROVISIONED"),
+            self.props()
+                .str("BillingMode")?
+                .as_deref()
+                .unwrap_or("PROVISIONED"),
         ))
     }
 
-    pub fn key_schema_at(&self, value: Option<&Value>, path: &str) -> Result<Vec<KeySchemaElement>, ProviderError> {
+    pub fn key_schema_at(
+        &self,
+        value: Option<&Value>,
+        path: &str,
+    ) -> Result<Vec<KeySchemaElement>, ProviderError> {
         self.list(value, path)?
             .iter()
             .enumerate()
@@ -134,10 +175,20 @@ impl<'a> Spec<'a> {
     /// `AttributeDefinitions` by attribute name (type as written).
     pub fn attribute_types(&self) -> Result<BTreeMap<String, String>, ProviderError> {
         let mut out = BTreeMap::new();
-        for (i, v) in self.list(self.req.properties.get("AttributeDefinitions"), "AttributeDefinitions")?.iter().enumerate() {
+        for (i, v) in self
+            .list(
+                self.req.properties.get("AttributeDefinitions"),
+                "AttributeDefinitions",
+            )?
+            .iter()
+            .enumerate()
+        {
             let p = format!("AttributeDefinitions[{i}]");
             let m = self.item(v, &p)?;
-            out.insert(self.required_str(m, "AttributeName", &p)?, self.required_str(m, "AttributeType", &p)?);
+            out.insert(
+                self.required_str(m, "AttributeName", &p)?,
+                self.required_str(m, "AttributeType", &p)?,
+            );
         }
         Ok(out)
     }
@@ -155,7 +206,11 @@ impl<'a> Spec<'a> {
             .collect()
     }
 
-    pub fn throughput_at(&self, value: Option<&Value>, path: &str) -> Result<Option<ProvisionedThroughput>, ProviderError> {
+    pub fn throughput_at(
+        &self,
+        value: Option<&Value>,
+        path: &str,
+    ) -> Result<Option<ProvisionedThroughput>, ProviderError> {
         let Some(m) = self.object(value, path)? else {
             return Ok(None);
         };
@@ -169,11 +224,18 @@ impl<'a> Spec<'a> {
                     .build()
                     .map_err(|e| self.wrong(path, &e.to_string()))?,
             )),
-            _ => Err(self.wrong(path, "an object with ReadCapacityUnits and WriteCapacityUnits")),
+            _ => Err(self.wrong(
+                path,
+                "an object with ReadCapacityUnits and WriteCapacityUnits",
+            )),
         }
     }
 
-    pub fn on_demand_at(&self, value: Option<&Value>, path: &str) -> Result<Option<OnDemandThroughput>, ProviderError> {
+    pub fn on_demand_at(
+        &self,
+        value: Option<&Value>,
+        path: &str,
+    ) -> Result<Option<OnDemandThroughput>, ProviderError> {
         let Some(m) = self.object(value, path)? else {
             return Ok(None);
         };
@@ -185,7 +247,11 @@ impl<'a> Spec<'a> {
         ))
     }
 
-    pub fn warm_at(&self, value: Option<&Value>, path: &str) -> Result<Option<WarmThroughput>, ProviderError> {
+    pub fn warm_at(
+        &self,
+        value: Option<&Value>,
+        path: &str,
+    ) -> Result<Option<WarmThroughput>, ProviderError> {
         let Some(m) = self.object(value, path)? else {
             return Ok(None);
         };
@@ -197,39 +263,64 @@ impl<'a> Spec<'a> {
         ))
     }
 
-    pub fn projection_at(&self, value: Option<&Value>, path: &str) -> Result<Option<Projection>, ProviderError> {
+    pub fn projection_at(
+        &self,
+        value: Option<&Value>,
+        path: &str,
+    ) -> Result<Option<Projection>, ProviderError> {
         let Some(m) = self.object(value, path)? else {
             return Ok(None);
         };
         let non_key = self.strings(m, "NonKeyAttributes", path)?;
         Ok(Some(
             Projection::builder()
-                .set_projection_type(self.str(m, "ProjectionType", path)?.map(|t| ProjectionType::from(t.as_str())))
-                .set_non_key_attributes(if non_key.is_empty() { None } else { Some(non_key) })
+                .set_projection_type(
+                    self.str(m, "ProjectionType", path)?
+                        .map(|t| ProjectionType::from(t.as_str())),
+                )
+                .set_non_key_attributes(if non_key.is_empty() {
+                    None
+                } else {
+                    Some(non_key)
+                })
                 .build(),
         ))
     }
 
     pub fn local_indexes(&self) -> Result<Vec<LocalSecondaryIndex>, ProviderError> {
-        self.list(self.req.properties.get("LocalSecondaryIndexes"), "LocalSecondaryIndexes")?
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let p = format!("LocalSecondaryIndexes[{i}]");
-                let m = self.item(v, &p)?;
-                LocalSecondaryIndex::builder()
-                    .index_name(self.required_str(m, "IndexName", &p)?)
-                    .set_key_schema(Some(self.key_schema_at(m.get("KeySchema"), &format!("{p}.KeySchema"))?))
-                    .set_projection(self.projection_at(m.get("Projection"), &format!("{p}.Projection"))?)
-                    .build()
-                    .map_err(|e| self.wrong(&p, &e.to_string()))
-            })
-            .collect()
+        self.list(
+            self.req.properties.get("LocalSecondaryIndexes"),
+            "LocalSecondaryIndexes",
+        )?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let p = format!("LocalSecondaryIndexes[{i}]");
+            let m = self.item(v, &p)?;
+            LocalSecondaryIndex::builder()
+                .index_name(self.required_str(m, "IndexName", &p)?)
+                .set_key_schema(Some(
+                    self.key_schema_at(m.get("KeySchema"), &format!("{p}.KeySchema"))?,
+                ))
+                .set_projection(
+                    self.projection_at(m.get("Projection"), &format!("{p}.Projection"))?,
+                )
+                .build()
+                .map_err(|e| self.wrong(&p, &e.to_string()))
+        })
+        .collect()
     }
 
     pub fn global_indexes(&self) -> Result<Vec<Gsi<'a>>, ProviderError> {
         let mut out = Vec::new();
-        for (i, v) in self.list(self.req.properties.get("GlobalSecondaryIndexes"), "GlobalSecondaryIndexes")?.iter().enumerate() {
+        for (i, v) in self
+            .list(
+                self.req.properties.get("GlobalSecondaryIndexes"),
+                "GlobalSecondaryIndexes",
+            )?
+            .iter()
+            .enumerate()
+        {
             let path = format!("GlobalSecondaryIndexes[{i}]");
             let raw = self.item(v, &path)?;
             let name = self.required_str(raw, "IndexName", &path)?;
@@ -243,7 +334,11 @@ impl<'a> Spec<'a> {
         let Some(m) = self.props().object("StreamSpecification")? else {
             return Ok(None);
         };
-        Ok(Some(self.required_str(m, "StreamViewType", "StreamSpecification")?))
+        Ok(Some(self.required_str(
+            m,
+            "StreamViewType",
+            "StreamSpecification",
+        )?))
     }
 
     /// `StreamSpecification.ResourcePolicy.PolicyDocument`, serialized.
@@ -251,7 +346,10 @@ impl<'a> Spec<'a> {
         let Some(m) = self.props().object("StreamSpecification")? else {
             return Ok(None);
         };
-        self.policy_document(m.get("ResourcePolicy"), "StreamSpecification.ResourcePolicy")
+        self.policy_document(
+            m.get("ResourcePolicy"),
+            "StreamSpecification.ResourcePolicy",
+        )
     }
 
     /// `ResourcePolicy.PolicyDocument`, serialized.
@@ -259,12 +357,19 @@ impl<'a> Spec<'a> {
         self.policy_document(self.req.properties.get("ResourcePolicy"), "ResourcePolicy")
     }
 
-    fn policy_document(&self, value: Option<&Value>, path: &str) -> Result<Option<String>, ProviderError> {
+    fn policy_document(
+        &self,
+        value: Option<&Value>,
+        path: &str,
+    ) -> Result<Option<String>, ProviderError> {
         let Some(m) = self.object(value, path)? else {
             return Ok(None);
         };
         match m.get("PolicyDocument") {
-            None | Some(Value::Null) => Err(ProviderError::missing(self.req, &format!("{path}.PolicyDocument"))),
+            None | Some(Value::Null) => Err(ProviderError::missing(
+                self.req,
+                &format!("{path}.PolicyDocument"),
+            )),
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(v @ Value::Object(_)) => Ok(Some(v.to_string())),
             Some(_) => Err(self.wrong(&format!("{path}.PolicyDocument"), "a JSON document")),
@@ -279,7 +384,10 @@ impl<'a> Spec<'a> {
         Ok(Some(
             SseSpecification::builder()
                 .set_enabled(self.bool(m, "SSEEnabled", path)?)
-                .set_sse_type(self.str(m, "SSEType", path)?.map(|t| SseType::from(t.as_str())))
+                .set_sse_type(
+                    self.str(m, "SSEType", path)?
+                        .map(|t| SseType::from(t.as_str())),
+                )
                 .set_kms_master_key_id(self.str(m, "KMSMasterKeyId", path)?)
                 .build(),
         ))
@@ -291,7 +399,9 @@ impl<'a> Spec<'a> {
             return Ok(None);
         };
         let path = "TimeToLiveSpecification";
-        let enabled = self.bool(m, "Enabled", path)?.ok_or_else(|| ProviderError::missing(self.req, "TimeToLiveSpecification.Enabled"))?;
+        let enabled = self
+            .bool(m, "Enabled", path)?
+            .ok_or_else(|| ProviderError::missing(self.req, "TimeToLiveSpecification.Enabled"))?;
         Ok(Some((self.str(m, "AttributeName", path)?, enabled)))
     }
 
@@ -299,7 +409,10 @@ impl<'a> Spec<'a> {
     pub fn ttl_enabled_attribute(&self) -> Result<Option<String>, ProviderError> {
         match self.ttl()? {
             Some((Some(attr), true)) => Ok(Some(attr)),
-            Some((None, true)) => Err(ProviderError::missing(self.req, "TimeToLiveSpecification.AttributeName")),
+            Some((None, true)) => Err(ProviderError::missing(
+                self.req,
+                "TimeToLiveSpecification.AttributeName",
+            )),
             _ => Ok(None),
         }
     }
@@ -312,18 +425,32 @@ impl<'a> Spec<'a> {
         let path = "PointInTimeRecoverySpecification";
         let days = self
             .i64(m, "RecoveryPeriodInDays", path)?
-            .map(|d| i32::try_from(d).map_err(|_| self.wrong(&format!("{path}.RecoveryPeriodInDays"), "a small integer")))
+            .map(|d| {
+                i32::try_from(d).map_err(|_| {
+                    self.wrong(&format!("{path}.RecoveryPeriodInDays"), "a small integer")
+                })
+            })
             .transpose()?;
-        Ok((self.bool(m, "PointInTimeRecoveryEnabled", path)?.unwrap_or(false), days))
+        Ok((
+            self.bool(m, "PointInTimeRecoveryEnabled", path)?
+                .unwrap_or(false),
+            days,
+        ))
     }
 
     /// A `ContributorInsightsSpecification` as (enabled, mode).
-    pub fn insights_at(&self, value: Option<&Value>, path: &str) -> Result<(bool, Option<ContributorInsightsMode>), ProviderError> {
+    pub fn insights_at(
+        &self,
+        value: Option<&Value>,
+        path: &str,
+    ) -> Result<(bool, Option<ContributorInsightsMode>), ProviderError> {
         let Some(m) = self.object(value, path)? else {
             return Ok((false, None));
         };
         let enabled = self.bool(m, "Enabled", path)?.unwrap_or(false);
-        let mode = self.str(m, "Mode", path)?.map(|s| ContributorInsightsMode::from(s.as_str()));
+        let mode = self
+            .str(m, "Mode", path)?
+            .map(|s| ContributorInsightsMode::from(s.as_str()));
         Ok((enabled, mode))
     }
 
@@ -367,22 +494,41 @@ impl Gsi<'_> {
                     .collect()
             })
             .unwrap_or_default();
-        serde_json::json!([self.raw.get("KeySchema"), self.raw.get("Projection"), key_types])
+        serde_json::json!([
+            self.raw.get("KeySchema"),
+            self.raw.get("Projection"),
+            key_types
+        ])
     }
 
-    pub fn throughput(&self, spec: &Spec<'_>) -> Result<Option<ProvisionedThroughput>, ProviderError> {
-        spec.throughput_at(self.raw.get("ProvisionedThroughput"), &format!("{}.ProvisionedThroughput", self.path))
+    pub fn throughput(
+        &self,
+        spec: &Spec<'_>,
+    ) -> Result<Option<ProvisionedThroughput>, ProviderError> {
+        spec.throughput_at(
+            self.raw.get("ProvisionedThroughput"),
+            &format!("{}.ProvisionedThroughput", self.path),
+        )
     }
 
     pub fn on_demand(&self, spec: &Spec<'_>) -> Result<Option<OnDemandThroughput>, ProviderError> {
-        spec.on_demand_at(self.raw.get("OnDemandThroughput"), &format!("{}.OnDemandThroughput", self.path))
+        spec.on_demand_at(
+            self.raw.get("OnDemandThroughput"),
+            &format!("{}.OnDemandThroughput", self.path),
+        )
     }
 
     pub fn warm(&self, spec: &Spec<'_>) -> Result<Option<WarmThroughput>, ProviderError> {
-        spec.warm_at(self.raw.get("WarmThroughput"), &format!("{}.WarmThroughput", self.path))
+        spec.warm_at(
+            self.raw.get("WarmThroughput"),
+            &format!("{}.WarmThroughput", self.path),
+        )
     }
 
-    pub fn insights(&self, spec: &Spec<'_>) -> Result<(bool, Option<ContributorInsightsMode>), ProviderError> {
+    pub fn insights(
+        &self,
+        spec: &Spec<'_>,
+    ) -> Result<(bool, Option<ContributorInsightsMode>), ProviderError> {
         spec.insights_at(
             self.raw.get("ContributorInsightsSpecification"),
             &format!("{}.ContributorInsightsSpecification", self.path),
@@ -390,34 +536,64 @@ impl Gsi<'_> {
     }
 
     fn keys(&self, spec: &Spec<'_>) -> Result<Vec<KeySchemaElement>, ProviderError> {
-        spec.key_schema_at(self.raw.get("KeySchema"), &format!("{}.KeySchema", self.path))
+        spec.key_schema_at(
+            self.raw.get("KeySchema"),
+            &format!("{}.KeySchema", self.path),
+        )
     }
 
     fn projection(&self, spec: &Spec<'_>) -> Result<Option<Projection>, ProviderError> {
-        spec.projection_at(self.raw.get("Projection"), &format!("{}.Projection", self.path))
+        spec.projection_at(
+            self.raw.get("Projection"),
+            &format!("{}.Projection", self.path),
+        )
     }
 
     /// The index for CreateTable. Throughput is sent only for provisioned tables.
-    pub fn for_create(&self, spec: &Spec<'_>, provisioned: bool) -> Result<GlobalSecondaryIndex, ProviderError> {
+    pub fn for_create(
+        &self,
+        spec: &Spec<'_>,
+        provisioned: bool,
+    ) -> Result<GlobalSecondaryIndex, ProviderError> {
         GlobalSecondaryIndex::builder()
             .index_name(&self.name)
             .set_key_schema(Some(self.keys(spec)?))
             .set_projection(self.projection(spec)?)
-            .set_provisioned_throughput(if provisioned { self.throughput(spec)? } else { None })
-            .set_on_demand_throughput(if provisioned { None } else { self.on_demand(spec)? })
+            .set_provisioned_throughput(if provisioned {
+                self.throughput(spec)?
+            } else {
+                None
+            })
+            .set_on_demand_throughput(if provisioned {
+                None
+            } else {
+                self.on_demand(spec)?
+            })
             .set_warm_throughput(self.warm(spec)?)
             .build()
             .map_err(|e| spec.wrong(&self.path, &e.to_string()))
     }
 
     /// The index for an UpdateTable `Create` action.
-    pub fn for_update_create(&self, spec: &Spec<'_>, provisioned: bool) -> Result<CreateGlobalSecondaryIndexAction, ProviderError> {
+    pub fn for_update_create(
+        &self,
+        spec: &Spec<'_>,
+        provisioned: bool,
+    ) -> Result<CreateGlobalSecondaryIndexAction, ProviderError> {
         CreateGlobalSecondaryIndexAction::builder()
             .index_name(&self.name)
             .set_key_schema(Some(self.keys(spec)?))
             .set_projection(self.projection(spec)?)
-            .set_provisioned_throughput(if provisioned { self.throughput(spec)? } else { None })
-            .set_on_demand_throughput(if provisioned { None } else { self.on_demand(spec)? })
+            .set_provisioned_throughput(if provisioned {
+                self.throughput(spec)?
+            } else {
+                None
+            })
+            .set_on_demand_throughput(if provisioned {
+                None
+            } else {
+                self.on_demand(spec)?
+            })
             .set_warm_throughput(self.warm(spec)?)
             .build()
             .map_err(|e| spec.wrong(&self.path, &e.to_string()))

@@ -11,19 +11,26 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use serde_json::{Map, Value};
 
+use super::settings::{set_insights, set_kinesis, set_pitr, set_policy, set_ttl, stream_spec};
 use super::spec::{Gsi, Spec};
-use super::{
-    aws_err, provisioned, retry_busy, sdk_tags, set_insights, set_kinesis, set_pitr, set_policy, set_ttl,
-    stream_spec, wait_ready, TABLE,
-};
+use super::{aws_err, provisioned, retry_busy, sdk_tags, wait_ready, TABLE};
 use crate::provider::props::{changed, changed_properties};
 use crate::provider::{schema, ProviderContext, ProviderError, ResourceRequest, UpdateOutcome};
 
 /// Properties whose change replaces the table, besides the schema's create-only ones.
-const REPLACING: &[&str] = &["TableName", "KeySchema", "LocalSecondaryIndexes", "ImportSourceSpecification"];
+const REPLACING: &[&str] = &[
+    "TableName",
+    "KeySchema",
+    "LocalSecondaryIndexes",
+    "ImportSourceSpecification",
+];
 
 /// Why the change cannot be made in place, if it cannot.
-fn replacement_reason(old: &Spec<'_>, new: &Spec<'_>, changes: &[String]) -> Result<Option<String>, ProviderError> {
+fn replacement_reason(
+    old: &Spec<'_>,
+    new: &Spec<'_>,
+    changes: &[String],
+) -> Result<Option<String>, ProviderError> {
     if let Some(p) = changes
         .iter()
         .find(|p| REPLACING.contains(&p.as_str()) || schema::is_create_only(TABLE, p))
@@ -32,9 +39,17 @@ fn replacement_reason(old: &Spec<'_>, new: &Spec<'_>, changes: &[String]) -> Res
     }
     // A key attribute's type is fixed for the table's life.
     let (old_types, new_types) = (old.attribute_types()?, new.attribute_types()?);
-    let mut key_attributes: Vec<String> = new.key_schema()?.iter().map(|k| k.attribute_name().to_owned()).collect();
+    let mut key_attributes: Vec<String> = new
+        .key_schema()?
+        .iter()
+        .map(|k| k.attribute_name().to_owned())
+        .collect();
     for lsi in new.local_indexes()? {
-        key_attributes.extend(lsi.key_schema().iter().map(|k| k.attribute_name().to_owned()));
+        key_attributes.extend(
+            lsi.key_schema()
+                .iter()
+                .map(|k| k.attribute_name().to_owned()),
+        );
     }
     Ok(key_attributes
         .into_iter()
@@ -69,7 +84,8 @@ pub(super) async fn update_table(
     let (old_types, new_types) = (old.attribute_types()?, new.attribute_types()?);
     let old_gsis = old.global_indexes()?;
     let new_gsis = new.global_indexes()?;
-    let old_by_name: BTreeMap<&str, &Gsi<'_>> = old_gsis.iter().map(|g| (g.name.as_str(), g)).collect();
+    let old_by_name: BTreeMap<&str, &Gsi<'_>> =
+        old_gsis.iter().map(|g| (g.name.as_str(), g)).collect();
     let new_names: BTreeSet<&str> = new_gsis.iter().map(|g| g.name.as_str()).collect();
     let rebuilt: BTreeSet<&str> = new_gsis
         .iter()
@@ -104,10 +120,17 @@ pub(super) async fn update_table(
         let call = client
             .update_table()
             .table_name(table)
-            .global_secondary_index_updates(GlobalSecondaryIndexUpdate::builder().delete(action).build());
-        retry_busy(|| call.clone().send())
-            .await
-            .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (delete index {name})"), &e))?;
+            .global_secondary_index_updates(
+                GlobalSecondaryIndexUpdate::builder().delete(action).build(),
+            );
+        retry_busy(|| call.clone().send()).await.map_err(|e| {
+            aws_err(
+                req,
+                "UpdateTable",
+                &format!("{table} (delete index {name})"),
+                &e,
+            )
+        })?;
         t = wait_ready(client, req, table).await?;
     }
 
@@ -123,7 +146,10 @@ pub(super) async fn update_table(
     }
     if is_provisioned && (mode_changed || changed(previous, desired, "ProvisionedThroughput")) {
         let tp = new
-            .throughput_at(desired.get("ProvisionedThroughput"), "ProvisionedThroughput")?
+            .throughput_at(
+                desired.get("ProvisionedThroughput"),
+                "ProvisionedThroughput",
+            )?
             .ok_or_else(|| ProviderError::missing(req, "ProvisionedThroughput"))?;
         call = call.provisioned_throughput(tp);
         capacity = true;
@@ -138,10 +164,13 @@ pub(super) async fn update_table(
     for (o, g) in &kept {
         let mut action = UpdateGlobalSecondaryIndexAction::builder().index_name(&g.name);
         let mut touched = false;
-        if is_provisioned && (mode_changed || o.raw.get("ProvisionedThroughput") != g.raw.get("ProvisionedThroughput")) {
-            let tp = g
-                .throughput(&new)?
-                .ok_or_else(|| ProviderError::missing(req, &format!("{}.ProvisionedThroughput", g.path)))?;
+        if is_provisioned
+            && (mode_changed
+                || o.raw.get("ProvisionedThroughput") != g.raw.get("ProvisionedThroughput"))
+        {
+            let tp = g.throughput(&new)?.ok_or_else(|| {
+                ProviderError::missing(req, &format!("{}.ProvisionedThroughput", g.path))
+            })?;
             action = action.provisioned_throughput(tp);
             touched = true;
         }
@@ -153,7 +182,9 @@ pub(super) async fn update_table(
             let action = action
                 .build()
                 .map_err(|e| ProviderError::failed(req, format!("{}: {e}", g.path)))?;
-            call = call.global_secondary_index_updates(GlobalSecondaryIndexUpdate::builder().update(action).build());
+            call = call.global_secondary_index_updates(
+                GlobalSecondaryIndexUpdate::builder().update(action).build(),
+            );
             capacity = true;
         }
     }
@@ -168,9 +199,14 @@ pub(super) async fn update_table(
     if changed(previous, desired, "WarmThroughput") {
         if let Some(w) = new.warm_at(desired.get("WarmThroughput"), "WarmThroughput")? {
             let call = client.update_table().table_name(table).warm_throughput(w);
-            retry_busy(|| call.clone().send())
-                .await
-                .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (warm throughput)"), &e))?;
+            retry_busy(|| call.clone().send()).await.map_err(|e| {
+                aws_err(
+                    req,
+                    "UpdateTable",
+                    &format!("{table} (warm throughput)"),
+                    &e,
+                )
+            })?;
             t = wait_ready(client, req, table).await?;
         }
     }
@@ -187,10 +223,17 @@ pub(super) async fn update_table(
             let call = client
                 .update_table()
                 .table_name(table)
-                .global_secondary_index_updates(GlobalSecondaryIndexUpdate::builder().update(action).build());
-            retry_busy(|| call.clone().send())
-                .await
-                .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (index {} warm throughput)", g.name), &e))?;
+                .global_secondary_index_updates(
+                    GlobalSecondaryIndexUpdate::builder().update(action).build(),
+                );
+            retry_busy(|| call.clone().send()).await.map_err(|e| {
+                aws_err(
+                    req,
+                    "UpdateTable",
+                    &format!("{table} (index {} warm throughput)", g.name),
+                    &e,
+                )
+            })?;
             t = wait_ready(client, req, table).await?;
         }
     }
@@ -202,17 +245,30 @@ pub(super) async fn update_table(
             .update_table()
             .table_name(table)
             .set_attribute_definitions(Some(new.attribute_definitions()?))
-            .global_secondary_index_updates(GlobalSecondaryIndexUpdate::builder().create(action).build());
-        retry_busy(|| call.clone().send())
-            .await
-            .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (create index {})", g.name), &e))?;
+            .global_secondary_index_updates(
+                GlobalSecondaryIndexUpdate::builder().create(action).build(),
+            );
+        retry_busy(|| call.clone().send()).await.map_err(|e| {
+            aws_err(
+                req,
+                "UpdateTable",
+                &format!("{table} (create index {})", g.name),
+                &e,
+            )
+        })?;
         t = wait_ready(client, req, table).await?;
     }
 
     // 5. Table class, encryption, deletion protection: one UpdateTable each.
     if changed(previous, desired, "TableClass") {
-        let class = new.props().str("TableClass")?.unwrap_or_else(|| "STANDARD".into());
-        let call = client.update_table().table_name(table).table_class(TableClass::from(class.as_str()));
+        let class = new
+            .props()
+            .str("TableClass")?
+            .unwrap_or_else(|| "STANDARD".into());
+        let call = client
+            .update_table()
+            .table_name(table)
+            .table_class(TableClass::from(class.as_str()));
         retry_busy(|| call.clone().send())
             .await
             .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (table class)"), &e))?;
@@ -222,7 +278,10 @@ pub(super) async fn update_table(
         let sse = new
             .sse()?
             .unwrap_or_else(|| SseSpecification::builder().enabled(false).build());
-        let call = client.update_table().table_name(table).sse_specification(sse);
+        let call = client
+            .update_table()
+            .table_name(table)
+            .sse_specification(sse);
         retry_busy(|| call.clone().send())
             .await
             .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (encryption)"), &e))?;
@@ -234,18 +293,24 @@ pub(super) async fn update_table(
     if old_view != new_view {
         if old_view.is_some() {
             let spec = stream_spec(None).map_err(|e| ProviderError::failed(req, e))?;
-            let call = client.update_table().table_name(table).stream_specification(spec);
-            retry_busy(|| call.clone().send())
-                .await
-                .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (disable stream)"), &e))?;
+            let call = client
+                .update_table()
+                .table_name(table)
+                .stream_specification(spec);
+            retry_busy(|| call.clone().send()).await.map_err(|e| {
+                aws_err(req, "UpdateTable", &format!("{table} (disable stream)"), &e)
+            })?;
             t = wait_ready(client, req, table).await?;
         }
         if let Some(view) = &new_view {
             let spec = stream_spec(Some(view)).map_err(|e| ProviderError::failed(req, e))?;
-            let call = client.update_table().table_name(table).stream_specification(spec);
-            retry_busy(|| call.clone().send())
-                .await
-                .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (enable stream)"), &e))?;
+            let call = client
+                .update_table()
+                .table_name(table)
+                .stream_specification(spec);
+            retry_busy(|| call.clone().send()).await.map_err(|e| {
+                aws_err(req, "UpdateTable", &format!("{table} (enable stream)"), &e)
+            })?;
             t = wait_ready(client, req, table).await?;
         }
     }
@@ -262,11 +327,22 @@ pub(super) async fn update_table(
     }
 
     if changed(previous, desired, "DeletionProtectionEnabled") {
-        let on = new.props().bool("DeletionProtectionEnabled")?.unwrap_or(false);
-        let call = client.update_table().table_name(table).deletion_protection_enabled(on);
-        retry_busy(|| call.clone().send())
-            .await
-            .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (deletion protection)"), &e))?;
+        let on = new
+            .props()
+            .bool("DeletionProtectionEnabled")?
+            .unwrap_or(false);
+        let call = client
+            .update_table()
+            .table_name(table)
+            .deletion_protection_enabled(on);
+        retry_busy(|| call.clone().send()).await.map_err(|e| {
+            aws_err(
+                req,
+                "UpdateTable",
+                &format!("{table} (deletion protection)"),
+                &e,
+            )
+        })?;
         t = wait_ready(client, req, table).await?;
     }
 
@@ -338,7 +414,11 @@ pub(super) async fn update_table(
         update_tags(client, req, &arn, &old.tags()?, &new.tags()?).await?;
     }
 
-    let t = if ctx.no_wait { t } else { wait_ready(client, req, table).await? };
+    let t = if ctx.no_wait {
+        t
+    } else {
+        wait_ready(client, req, table).await?
+    };
     Ok(UpdateOutcome::Updated(provisioned(&t)))
 }
 
@@ -365,7 +445,10 @@ async fn update_tags(
         .map(|(k, _)| k.clone())
         .collect();
     if !removed.is_empty() {
-        let call = client.untag_resource().resource_arn(arn).set_tag_keys(Some(removed));
+        let call = client
+            .untag_resource()
+            .resource_arn(arn)
+            .set_tag_keys(Some(removed));
         retry_busy(|| call.clone().send())
             .await
             .map_err(|e| aws_err(req, "UntagResource", arn, &e))?;
@@ -376,7 +459,10 @@ async fn update_tags(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     if !set.is_empty() {
-        let call = client.tag_resource().resource_arn(arn).set_tags(Some(sdk_tags(req, &set)?));
+        let call = client
+            .tag_resource()
+            .resource_arn(arn)
+            .set_tags(Some(sdk_tags(req, &set)?));
         retry_busy(|| call.clone().send())
             .await
             .map_err(|e| aws_err(req, "TagResource", arn, &e))?;

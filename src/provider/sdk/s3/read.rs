@@ -172,8 +172,9 @@ pub fn object_lock(c: &ObjectLockConfiguration) -> Value {
         "ObjectLockEnabled": c.object_lock_enabled().map(|e| e.as_str()),
         "Rule": retention.map(|d| json!({"DefaultRetention": {
             "Mode": d.mode().map(|m| m.as_str()),
-            "Days": d.days(),
-            "Years": d.years(),
+            // A retention period is Days or Years, never zero: a 0 is the unset one.
+            "Days": d.days().filter(|n| *n > 0),
+            "Years": d.years().filter(|n| *n > 0),
         }})),
     }))
 }
