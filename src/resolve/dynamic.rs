@@ -319,7 +319,10 @@ fn parse_secret(rest: &str) -> Result<ReferenceTarget, String> {
     let parts: Vec<&str> = rest.split(':').collect();
     let id_len = if rest.starts_with("arn:") {
         if parts.len() < 7 || parts[2] != "secretsmanager" || parts[5] != "secret" {
-            return Err("expected a secret ARN, arn:PARTITION:secretsmanager:REGION:ACCOUNT:secret:NAME".into());
+            return Err(
+                "expected a secret ARN, arn:PARTITION:secretsmanager:REGION:ACCOUNT:secret:NAME"
+                    .into(),
+            );
         }
         7
     } else {
@@ -331,7 +334,10 @@ fn parse_secret(rest: &str) -> Result<ReferenceTarget, String> {
     }
     let fields = &parts[id_len..];
     if fields.len() > 4 {
-        return Err("too many segments (expected secret-id:SecretString:json-key:version-stage:version-id)".into());
+        return Err(
+            "too many segments (expected secret-id:SecretString:json-key:version-stage:version-id)"
+                .into(),
+        );
     }
     let field = |i: usize| {
         fields
@@ -396,7 +402,10 @@ impl fmt::Debug for SecretsMap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SecretsMap")
             .field("positions", &self.positions)
-            .field("plaintexts", &format_args!("<{} hidden>", self.plaintexts.len()))
+            .field(
+                "plaintexts",
+                &format_args!("<{} hidden>", self.plaintexts.len()),
+            )
             .finish()
     }
 }

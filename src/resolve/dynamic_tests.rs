@@ -37,7 +37,10 @@ fn parses_every_form() {
         ("ssm-secure:/db/pw:3".into(), ssm("/db/pw", Some(3), true)),
         (format!("ssm:{arn_ssm}"), ssm(arn_ssm, None, false)),
         (format!("ssm:{arn_ssm}:4"), ssm(arn_ssm, Some(4), false)),
-        ("secretsmanager:MySecret".into(), sm("MySecret", None, None, None)),
+        (
+            "secretsmanager:MySecret".into(),
+            sm("MySecret", None, None, None),
+        ),
         (
             "secretsmanager:MySecret:SecretString".into(),
             sm("MySecret", None, None, None),
@@ -66,7 +69,10 @@ fn parses_every_form() {
             "secretsmanager:a/b+c=d.e@f-g".into(),
             sm("a/b+c=d.e@f-g", None, None, None),
         ),
-        (format!("secretsmanager:{arn_sm}"), sm(arn_sm, None, None, None)),
+        (
+            format!("secretsmanager:{arn_sm}"),
+            sm(arn_sm, None, None, None),
+        ),
         (
             format!("secretsmanager:{arn_sm}:SecretString:user"),
             sm(arn_sm, Some("user"), None, None),
@@ -210,7 +216,11 @@ fn table() -> Table {
         p("/pub", "public-value", false),
         p("/list", "a,b,c", false),
         p("/sec", "s3cure-param", true),
-        s("us-east-1", "db", r#"{"user":"admin","pw":"hunter22","port":5432}"#),
+        s(
+            "us-east-1",
+            "db",
+            r#"{"user":"admin","pw":"hunter22","port":5432}"#,
+        ),
         s("us-east-1", "raw", "raw-secret"),
         s(
             "eu-west-1",
@@ -281,17 +291,31 @@ fn substitutes_and_records_only_secret_bearing_positions() {
     .collect();
     assert_eq!(positions, want);
     assert_eq!(
-        secrets.get(&format!("{base}.Url")).unwrap().references.len(),
+        secrets
+            .get(&format!("{base}.Url"))
+            .unwrap()
+            .references
+            .len(),
         2
     );
     let mut plain: Vec<&str> = secrets.plaintexts().collect();
     plain.sort();
     assert_eq!(
         plain,
-        vec!["5432", "admin", "far-away", "hunter22", "raw-secret", "s3cure-param"]
+        vec![
+            "5432",
+            "admin",
+            "far-away",
+            "hunter22",
+            "raw-secret",
+            "s3cure-param"
+        ]
     );
     let debug = format!("{secrets:?}");
-    assert!(!debug.contains("hunter22") && debug.contains("6 hidden"), "{debug}");
+    assert!(
+        !debug.contains("hunter22") && debug.contains("6 hidden"),
+        "{debug}"
+    );
 }
 
 #[test]
@@ -321,14 +345,26 @@ fn errors_name_stack_path_and_reference_never_the_value() {
             .to_string()
     };
     let e = fail(json!({"Env": {"K": "{{resolve:secretsmanager:db::missing}}"}}));
-    assert!(e.starts_with("stack App: Resources.Fn.Properties.Env.K: dynamic reference: "), "{e}");
-    assert!(e.contains("{{resolve:secretsmanager:db::missing}}") && e.contains("no JSON key 'missing'"), "{e}");
+    assert!(
+        e.starts_with("stack App: Resources.Fn.Properties.Env.K: dynamic reference: "),
+        "{e}"
+    );
+    assert!(
+        e.contains("{{resolve:secretsmanager:db::missing}}") && e.contains("no JSON key 'missing'"),
+        "{e}"
+    );
     assert!(!e.contains("hunter22") && !e.contains("admin"), "{e}");
     let e = fail(json!(["{{resolve:secretsmanager:raw::k}}"]));
-    assert!(e.contains("Properties[0]") && e.contains("not a JSON object"), "{e}");
+    assert!(
+        e.contains("Properties[0]") && e.contains("not a JSON object"),
+        "{e}"
+    );
     assert!(!e.contains("raw-secret"), "{e}");
     let e = fail(json!("{{resolve:ssm:/absent}}"));
-    assert!(e.contains("{{resolve:ssm:/absent}} (looked up in us-east-1): not found"), "{e}");
+    assert!(
+        e.contains("{{resolve:ssm:/absent}} (looked up in us-east-1): not found"),
+        "{e}"
+    );
     let e = fail(json!("{{resolve:nope:x}}"));
     assert!(e.contains("unsupported service 'nope'"), "{e}");
 }
@@ -363,7 +399,10 @@ fn masks_and_role_arns() {
     assert!(!holds_mask(&json!("a***b")));
     for (arn, account) in [
         ("arn:aws:iam::111122223333:role/reader", "111122223333"),
-        ("arn:aws-us-gov:iam::111122223333:role/path/to/reader", "111122223333"),
+        (
+            "arn:aws-us-gov:iam::111122223333:role/path/to/reader",
+            "111122223333",
+        ),
         ("arn:aws-cn:iam::111122223333:role/r", "111122223333"),
         ("arn:aws-iso-b:iam::111122223333:role/r", "111122223333"),
         ("arn:aws-eusc:iam::111122223333:role/r", "111122223333"),

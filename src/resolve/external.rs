@@ -33,8 +33,8 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use super::dynamic::{
-    collect_references, contains_dynamic_reference, substitute_in_region, DynamicLookup,
-    FetchKey, Fetched, SecretsMap,
+    collect_references, contains_dynamic_reference, substitute_in_region, DynamicLookup, FetchKey,
+    Fetched, SecretsMap,
 };
 use super::error::LookupError;
 use crate::aws::Clients;
@@ -44,6 +44,9 @@ use crate::state::exports::ExportIndexStore;
 pub use fetch::DynamicCache;
 pub use imports::{ImportSource, ImportedValue};
 pub use stack_output::{parse_role_arn, OutputSource, RoleArnParts, StackOutputValue};
+
+/// One role's credentials, assumed at most once at a time.
+type RoleSlot = Arc<OnceCell<stack_output::Assumed>>;
 
 /// What the NoEcho / custom-resource redaction persists in place of a value.
 pub const REDACTION_MASK: &str = "***";
@@ -55,7 +58,7 @@ pub struct ExternalReader {
     index: Option<Arc<ExportIndexStore>>,
     cfn_fallback: bool,
     /// (role ARN, source identity) → assumed credentials.
-    roles: Mutex<HashMap<(String, String), Arc<OnceCell<stack_output::Assumed>>>>,
+    roles: Mutex<HashMap<(String, String), RoleSlot>>,
     /// Producer bucket → its region.
     producer_bucket_regions: Mutex<HashMap<String, String>>,
     assume_role_calls: AtomicUsize,

@@ -36,12 +36,12 @@ use serde_json::{Map, Value};
 pub use cidr::cidr;
 pub use conditions::{prune, ConditionVerdicts, PruneReport};
 pub use context::{partition_for_region, Partition, ResolveContext, AWS_PARTITION};
+pub use dynamic::{substitute_dynamic_references, DynamicLookup, DynamicReference, SecretsMap};
 pub use error::{LookupError, ResolveError, ResolveErrorKind, ResolveWarning};
+pub use external::ExternalReader;
 pub use lookup::{
     ExternalLookup, NoExternalLookup, NoResources, ResourceLookup, StackOutputRequest,
 };
-pub use dynamic::{substitute_dynamic_references, DynamicLookup, DynamicReference, SecretsMap};
-pub use external::ExternalReader;
 pub use params::{bind_parameters, BoundParameters, ParameterOverride, ParameterValue};
 pub use prefetch::{prefetch, PrefetchedLookup, PrefetchedStack};
 

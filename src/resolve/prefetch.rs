@@ -17,6 +17,8 @@
 //! `Fn::GetStackOutput` reads (for `state.outputReads`). A fetch failure is
 //! not a prefetch error: it is kept and reported where the value is used.
 
+mod scan;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -24,19 +26,21 @@ use indexmap::{IndexMap, IndexSet};
 use serde_json::Value;
 
 use super::dynamic::{
-    collect_references, substitute_dynamic_references, DynamicLookup, DynamicReference,
-    FetchKey, Fetched, SecretPosition, SecretsMap,
+    collect_references, substitute_dynamic_references, DynamicLookup, FetchKey, Fetched,
+    SecretPosition, SecretsMap,
 };
 use super::external::{
     join_all, BoxFuture, DynamicCache, ExternalReader, ImportedValue, StackOutputValue,
 };
 use super::{
-    bind_parameters, intrinsic, BoundParameters, ConditionVerdicts, ExternalLookup, LookupError,
-    NoResources, ParameterOverride, ParameterValue, ResolveContext, ResolveError, Resolver,
-    ResourceLookup, StackOutputRequest,
+    bind_parameters, BoundParameters, ConditionVerdicts, ExternalLookup, LookupError, NoResources,
+    ParameterOverride, ResolveContext, ResolveError, Resolver, ResourceLookup, StackOutputRequest,
 };
 use crate::state::{StateImportEntry, StateOutputReadEntry};
 use crate::template::Template;
+#[cfg(test)]
+use scan::Wanted;
+use scan::{dynamic_references, Scan};
 
 /// `(stack, output, region, role)` exactly as the resolver passes them.
 type OutputKey = (String, String, Option<String>, Option<String>);
@@ -87,7 +91,7 @@ pub async fn prefetch(
     let lookup = PrefetchedLookup::new(reader, ctx.clone());
     lookup.prefetch_parameters(template, overrides).await;
     let params = bind_parameters(template, overrides, ctx.stack_name(), &lookup)?;
-    let verdicts = Resolver::new(template, ctx, &params, &NoResources, &lookup)
+    let verdicts = Resolver::new(template, ctx, &params, &NoResources, &Silent(&lookup))
         .evaluate_conditions()?;
     lookup
         .prefetch_template(template, &params, &verdicts, resources)
@@ -140,7 +144,11 @@ impl PrefetchedLookup {
                         .find(|o| o.key == *name && o.stack.is_none())
                 })
                 .map(|o| o.value.clone())
-                .or_else(|| p.default.as_ref().and_then(|d| d.as_str().map(String::from)));
+                .or_else(|| {
+                    p.default
+                        .as_ref()
+                        .and_then(|d| d.as_str().map(String::from))
+                });
             if let Some(n) = chosen {
                 keys.push(self.parameter_key(n.trim()));
             }
@@ -159,8 +167,9 @@ impl PrefetchedLookup {
         verdicts: &ConditionVerdicts,
         resources: &(dyn ResourceLookup + Sync),
     ) {
+        let silent = Silent(self);
         let wanted = {
-            let mut resolver = Resolver::new(template, &self.ctx, params, resources, self)
+            let mut resolver = Resolver::new(template, &self.ctx, params, resources, &silent)
                 .with_conditions(verdicts);
             let mut scan = Scan::new(&mut resolver, verdicts, self.ctx.region());
             scan.template(template, verdicts);
@@ -181,11 +190,14 @@ impl PrefetchedLookup {
         join_all(futures).await;
 
         let refs = {
-            let mut resolver = Resolver::new(template, &self.ctx, params, resources, self)
+            let mut resolver = Resolver::new(template, &self.ctx, params, resources, &silent)
                 .with_conditions(verdicts);
             dynamic_references(&mut resolver, template, params, verdicts)
         };
-        let keys = refs.iter().map(|r| r.fetch_key(self.ctx.region())).collect();
+        let keys = refs
+            .iter()
+            .map(|r| r.fetch_key(self.ctx.region()))
+            .collect();
         self.dynamic.ensure(&self.reader, keys).await;
     }
 
@@ -193,13 +205,8 @@ impl PrefetchedLookup {
     pub async fn fetch_imports(&self, names: &[String]) {
         let todo: Vec<String> = {
             let have = lock(&self.imports);
-            let mut v: Vec<String> = names
-                .iter()
-                .filter(|n| !have.contains_key(*n))
-                .cloned()
-                .collect();
-            v.dedup();
-            v
+            let todo: IndexSet<&String> = names.iter().filter(|n| !have.contains_key(*n)).collect();
+            todo.into_iter().cloned().collect()
         };
         if todo.is_empty() {
             return;
@@ -237,7 +244,10 @@ impl PrefetchedLookup {
     pub async fn prefetch_dynamic(&self, value: &Value) {
         let mut refs = Vec::new();
         collect_references(value, &mut refs);
-        let keys = refs.iter().map(|r| r.fetch_key(self.ctx.region())).collect();
+        let keys = refs
+            .iter()
+            .map(|r| r.fetch_key(self.ctx.region()))
+            .collect();
         self.dynamic.ensure(&self.reader, keys).await;
     }
 
@@ -246,7 +256,11 @@ impl PrefetchedLookup {
     /// stack published (re-resolved from its expression) is recorded at its
     /// position with that expression, so this stack's state stores the same
     /// expression the producer's does.
-    pub fn substitute(&self, value: &Value, path: &str) -> Result<(Value, SecretsMap), ResolveError> {
+    pub fn substitute(
+        &self,
+        value: &Value,
+        path: &str,
+    ) -> Result<(Value, SecretsMap), ResolveError> {
         let (out, mut secrets) = substitute_dynamic_references(value, path, &self.ctx, self)?;
         let known = lock(&self.cross_stack_secrets).0.clone();
         if !known.is_empty() {
@@ -314,38 +328,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl ExternalLookup for PrefetchedLookup {
     fn import_value(&self, export_name: &str) -> Result<Value, LookupError> {
-        let hit = lock(&self.imports).get(export_name).cloned();
-        let imported = hit.ok_or_else(|| {
-            LookupError::NotAvailable(format!(
-                "export '{export_name}' (it was not fetched before resolution)"
-            ))
-        })??;
-        if let Some(entry) = imported.import_entry(export_name) {
-            let mut rec = lock(&self.recorded_imports);
-            if !rec.contains(&entry) {
-                rec.push(entry);
-            }
-        }
-        self.remember_secrets(&imported.value, &imported.secrets);
-        Ok(imported.value)
+        self.import(export_name, true)
     }
 
     fn stack_output(&self, request: &StackOutputRequest) -> Result<Value, LookupError> {
-        let hit = lock(&self.outputs).get(&output_key(request)).cloned();
-        let out = hit.ok_or_else(|| {
-            LookupError::NotAvailable(format!(
-                "output '{}' of stack '{}' (it was not fetched before resolution)",
-                request.output_name, request.stack_name
-            ))
-        })??;
-        if let Some(entry) = out.output_read_entry(request) {
-            let mut rec = lock(&self.recorded_reads);
-            if !rec.contains(&entry) {
-                rec.push(entry);
-            }
-        }
-        self.remember_secrets(&out.value, &out.secrets);
-        Ok(out.value)
+        self.output(request, true)
     }
 
     fn availability_zones(&self, region: &str) -> Result<Vec<String>, LookupError> {
@@ -362,6 +349,67 @@ impl ExternalLookup for PrefetchedLookup {
             Fetched::Parameter { value, .. } => Ok(value),
             Fetched::Secret { .. } => Err(LookupError::Failed("not a parameter".into())),
         }
+    }
+}
+
+/// The same caches, read without recording anything: what the prefetch's
+/// own best-effort resolution uses, so only the engine's resolution records
+/// imports and output reads.
+struct Silent<'a>(&'a PrefetchedLookup);
+
+impl ExternalLookup for Silent<'_> {
+    fn import_value(&self, export_name: &str) -> Result<Value, LookupError> {
+        self.0.import(export_name, false)
+    }
+    fn stack_output(&self, request: &StackOutputRequest) -> Result<Value, LookupError> {
+        self.0.output(request, false)
+    }
+    fn availability_zones(&self, region: &str) -> Result<Vec<String>, LookupError> {
+        self.0.availability_zones(region)
+    }
+    fn ssm_parameter(&self, name: &str) -> Result<String, LookupError> {
+        self.0.ssm_parameter(name)
+    }
+}
+
+impl PrefetchedLookup {
+    fn import(&self, export_name: &str, record: bool) -> Result<Value, LookupError> {
+        let hit = lock(&self.imports).get(export_name).cloned();
+        let imported = hit.ok_or_else(|| {
+            LookupError::NotAvailable(format!(
+                "export '{export_name}' (it was not fetched before resolution)"
+            ))
+        })??;
+        if record {
+            if let Some(entry) = imported.import_entry(export_name) {
+                let mut rec = lock(&self.recorded_imports);
+                if !rec.contains(&entry) {
+                    rec.push(entry);
+                }
+            }
+            self.remember_secrets(&imported.value, &imported.secrets);
+        }
+        Ok(imported.value)
+    }
+
+    fn output(&self, request: &StackOutputRequest, record: bool) -> Result<Value, LookupError> {
+        let hit = lock(&self.outputs).get(&output_key(request)).cloned();
+        let out = hit.ok_or_else(|| {
+            LookupError::NotAvailable(format!(
+                "output '{}' of stack '{}' (it was not fetched before resolution)",
+                request.output_name, request.stack_name
+            ))
+        })??;
+        if record {
+            if let Some(entry) = out.output_read_entry(request) {
+                let mut rec = lock(&self.recorded_reads);
+                if !rec.contains(&entry) {
+                    rec.push(entry);
+                }
+            }
+            self.remember_secrets(&out.value, &out.secrets);
+        }
+        Ok(out.value)
     }
 }
 
@@ -456,160 +504,6 @@ fn mark_known(v: &Value, path: String, known: &[(String, String)], out: &mut Sec
     }
 }
 
-#[derive(Default)]
-struct Wanted {
-    imports: IndexSet<String>,
-    /// Keyed so a request is fetched once; the flag says RoleArn was literal.
-    outputs: IndexMap<OutputKey, (StackOutputRequest, bool)>,
-    az_regions: IndexSet<String>,
-}
-
-/// Walks a template for the arguments of the cross-stack intrinsics.
-struct Scan<'r, 'a> {
-    resolver: &'r mut Resolver<'a>,
-    verdicts: &'r ConditionVerdicts,
-    region: &'r str,
-    wanted: Wanted,
-}
-
-impl<'r, 'a> Scan<'r, 'a> {
-    fn new(
-        resolver: &'r mut Resolver<'a>,
-        verdicts: &'r ConditionVerdicts,
-        region: &'r str,
-    ) -> Self {
-        Scan {
-            resolver,
-            verdicts,
-            region,
-            wanted: Wanted::default(),
-        }
-    }
-
-    fn template(&mut self, template: &Template, verdicts: &ConditionVerdicts) {
-        let live = |c: &Option<String>| c.as_ref().is_none_or(|c| verdicts.get(c) != Some(&false));
-        for (id, r) in &template.resources {
-            if live(&r.condition) {
-                let path = format!("Resources.{id}.Properties");
-                for v in r.properties.values() {
-                    self.walk(v, &path);
-                }
-            }
-        }
-        for (name, o) in &template.outputs {
-            if live(&o.condition) {
-                let path = format!("Outputs.{name}");
-                self.walk(&o.value, &path);
-                if let Some(e) = &o.export_name {
-                    self.walk(e, &path);
-                }
-            }
-        }
-    }
-
-    fn text(&mut self, arg: &Value, path: &str) -> Option<String> {
-        match self.resolver.resolve_value(arg, path) {
-            Ok(Some(Value::String(s))) => Some(s),
-            Ok(Some(Value::Number(n))) => Some(n.to_string()),
-            _ => None,
-        }
-    }
-
-    fn walk(&mut self, v: &Value, path: &str) {
-        match v {
-            Value::Array(items) => items.iter().for_each(|x| self.walk(x, path)),
-            Value::Object(m) => match intrinsic(v) {
-                Some(("Fn::If", Value::Array(items))) if items.len() == 3 => {
-                    match items[0].as_str().and_then(|c| self.verdicts.get(c)) {
-                        Some(true) => self.walk(&items[1], path),
-                        Some(false) => self.walk(&items[2], path),
-                        None => items[1..].iter().for_each(|x| self.walk(x, path)),
-                    }
-                }
-                Some(("Fn::ImportValue", arg)) => {
-                    self.walk(arg, path);
-                    if let Some(name) = self.text(arg, path) {
-                        self.wanted.imports.insert(name);
-                    }
-                }
-                Some(("Fn::GetAZs", arg)) => {
-                    self.walk(arg, path);
-                    if let Some(r) = self.text(arg, path) {
-                        let r = r.trim().to_ascii_lowercase();
-                        let r = if r.is_empty() { self.region.to_string() } else { r };
-                        self.wanted.az_regions.insert(r);
-                    }
-                }
-                Some(("Fn::GetStackOutput", Value::Object(fields))) => {
-                    fields.values().for_each(|x| self.walk(x, path));
-                    self.stack_output(fields, path);
-                }
-                _ => m.values().for_each(|x| self.walk(x, path)),
-            },
-            _ => {}
-        }
-    }
-
-    fn stack_output(&mut self, fields: &serde_json::Map<String, Value>, path: &str) {
-        let mut get = |k: &str| fields.get(k).and_then(|v| self.text(v, path));
-        let (Some(stack_name), Some(output_name)) = (get("StackName"), get("OutputName")) else {
-            return;
-        };
-        let region = get("Region");
-        let role_arn = get("RoleArn");
-        if fields.contains_key("RoleArn") && role_arn.is_none() {
-            return;
-        }
-        let literal = fields.get("RoleArn").is_none_or(Value::is_string);
-        let req = StackOutputRequest {
-            stack_name,
-            output_name,
-            region,
-            role_arn,
-        };
-        self.wanted
-            .outputs
-            .insert(output_key(&req), (req, literal));
-    }
-}
-
-/// The dynamic references a stack's resolved properties, outputs and
-/// parameters hold; a value that does not resolve yet contributes its
-/// literal references.
-fn dynamic_references(
-    resolver: &mut Resolver<'_>,
-    template: &Template,
-    params: &BoundParameters,
-    verdicts: &ConditionVerdicts,
-) -> Vec<DynamicReference> {
-    let live = |c: &Option<String>| c.as_ref().is_none_or(|c| verdicts.get(c) != Some(&false));
-    let mut refs = Vec::new();
-    for (id, r) in &template.resources {
-        if !live(&r.condition) {
-            continue;
-        }
-        match resolver.resolve_properties(id) {
-            Ok(props) => collect_references(&Value::Object(props), &mut refs),
-            Err(_) => r
-                .properties
-                .values()
-                .for_each(|v| collect_references(v, &mut refs)),
-        }
-    }
-    for (name, o) in &template.outputs {
-        if !live(&o.condition) {
-            continue;
-        }
-        match resolver.resolve_output(name) {
-            Ok(Some(out)) => collect_references(&out.value, &mut refs),
-            Ok(None) => {}
-            Err(_) => collect_references(&o.value, &mut refs),
-        }
-    }
-    for (_, v) in params.iter() {
-        if let ParameterValue::Resolved(v) = v {
-            collect_references(v, &mut refs);
-        }
-    }
-    refs
-}
+#[cfg(test)]
+#[path = "prefetch_tests.rs"]
+mod tests;

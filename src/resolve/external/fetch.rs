@@ -52,7 +52,8 @@ impl DynamicCache {
 
     /// Puts a value in (tests, or an engine that already holds one).
     pub fn insert(&self, key: FetchKey, value: Result<Fetched, LookupError>) {
-        self.lock().insert(key, Arc::new(OnceCell::new_with(Some(value))));
+        self.lock()
+            .insert(key, Arc::new(OnceCell::new_with(Some(value))));
     }
 
     fn slot(&self, key: &FetchKey) -> Slot {

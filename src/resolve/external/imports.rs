@@ -97,7 +97,10 @@ impl ExternalReader {
         let missing: Vec<&String> = names.iter().filter(|n| !found.contains_key(*n)).collect();
         let mut scan_problem = None;
         if !missing.is_empty() {
-            match self.scan_region(consumer, region, &missing, &mut warnings).await {
+            match self
+                .scan_region(consumer, region, &missing, &mut warnings)
+                .await
+            {
                 Ok(hits) => {
                     for (name, hit) in hits {
                         self.write_through(region, &name, &hit).await;
@@ -131,10 +134,7 @@ impl ExternalReader {
         let mut out = IndexMap::new();
         for name in names {
             let r = if let Some(hit) = found.get(name) {
-                let what = format!(
-                    "export '{name}' of stack '{}' ({})",
-                    hit.stack, hit.region
-                );
+                let what = format!("export '{name}' of stack '{}' ({})", hit.stack, hit.region);
                 self.reresolve(cache, &hit.value, &hit.stack, &hit.region, &what)
                     .await
                     .map(|(value, secrets)| ImportedValue {

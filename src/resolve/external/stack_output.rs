@@ -71,8 +71,10 @@ pub struct RoleArnParts {
 pub fn parse_role_arn(arn: &str) -> Result<RoleArnParts, String> {
     static RE: OnceLock<regex::Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        regex::Regex::new(r"^arn:(aws[a-z0-9-]*):iam::([0-9]{12}):role/((?:[\w+=,.@-]+/)*[\w+=,.@-]+)$")
-            .expect("a valid regex")
+        regex::Regex::new(
+            r"^arn:(aws[a-z0-9-]*):iam::([0-9]{12}):role/((?:[\w+=,.@-]+/)*[\w+=,.@-]+)$",
+        )
+        .expect("a valid regex")
     });
     let caps = re.captures(arn.trim()).ok_or_else(|| {
         format!(
@@ -135,7 +137,9 @@ impl ExternalReader {
             .state
             .load_for_reading(stack, region)
             .await
-            .map_err(|e| LookupError::Failed(format!("cannot read stack '{stack}' ({region}): {e}")))?;
+            .map_err(|e| {
+                LookupError::Failed(format!("cannot read stack '{stack}' ({region}): {e}"))
+            })?;
         if let Some(loaded) = loaded {
             let value = output_of(&loaded, req, region)?;
             let what = format!("output '{}' of stack '{stack}' ({region})", req.output_name);
