@@ -287,7 +287,8 @@ impl Provider for RoleProvider {
             Some(n) => n,
             None => naming::generate(ctx.stack_name, req.logical_id, naming::IAM_NAME),
         };
-        let mut call = client(ctx)
+        let iam = client(ctx);
+        let mut call = iam
             .create_role()
             .role_name(&name)
             .assume_role_policy_document(assume)
@@ -301,7 +302,6 @@ impl Provider for RoleProvider {
             })?;
             call = call.max_session_duration(seconds);
         }
-        let iam = client(ctx);
         // A trust policy naming a principal created moments ago fails until it propagates.
         let out = with_retry_when(|| call.clone().send(), invalid_principal)
             .await

@@ -168,7 +168,7 @@ impl BucketProvider {
         property: &str,
         previous: &ResourceRequest<'_>,
     ) -> Result<(), ProviderError> {
-        let value = object(req, property);
+        let value = || object(req, property);
         match property {
             "Tags" => {
                 let tags = Props::new(req).tags()?;
@@ -195,7 +195,7 @@ impl BucketProvider {
                 done(req, "PutBucketTagging", bucket, r)
             }
             "VersioningConfiguration" => {
-                let config = match value? {
+                let config = match value()? {
                     Some(o) => conv(req, convert::versioning(&o))?,
                     None => VersioningConfiguration::builder()
                         .status(BucketVersioningStatus::Suspended)
@@ -210,7 +210,7 @@ impl BucketProvider {
                 .await;
                 done(req, "PutBucketVersioning", bucket, r)
             }
-            "OwnershipControls" => match value? {
+            "OwnershipControls" => match value()? {
                 Some(o) => {
                     let c = conv(req, convert::ownership_controls(&o))?;
                     let r = with_retry(|| {
@@ -229,7 +229,7 @@ impl BucketProvider {
                     done(req, "DeleteBucketOwnershipControls", bucket, r)
                 }
             },
-            "PublicAccessBlockConfiguration" => match value? {
+            "PublicAccessBlockConfiguration" => match value()? {
                 Some(o) => {
                     let c = conv(req, convert::public_access_block(&o))?;
                     let r = with_retry(|| {
@@ -247,7 +247,7 @@ impl BucketProvider {
                     done(req, "DeletePublicAccessBlock", bucket, r)
                 }
             },
-            "BucketEncryption" => match value? {
+            "BucketEncryption" => match value()? {
                 Some(o) => {
                     let c = conv(req, convert::encryption(&o))?;
                     let r = with_retry(|| {
@@ -265,7 +265,7 @@ impl BucketProvider {
                     done(req, "DeleteBucketEncryption", bucket, r)
                 }
             },
-            "LifecycleConfiguration" => match value? {
+            "LifecycleConfiguration" => match value()? {
                 Some(o) => {
                     let (c, minimum) = conv(req, convert::lifecycle(&o))?;
                     let r = with_retry(|| {
@@ -283,7 +283,7 @@ impl BucketProvider {
                     done(req, "DeleteBucketLifecycle", bucket, r)
                 }
             },
-            "CorsConfiguration" => match value? {
+            "CorsConfiguration" => match value()? {
                 Some(o) => {
                     let c = conv(req, convert::cors(&o))?;
                     let r = with_retry(|| {
@@ -300,7 +300,7 @@ impl BucketProvider {
                     done(req, "DeleteBucketCors", bucket, r)
                 }
             },
-            "WebsiteConfiguration" => match value? {
+            "WebsiteConfiguration" => match value()? {
                 Some(o) => {
                     let c = conv(req, convert::website(&o))?;
                     let r = with_retry(|| {
@@ -318,7 +318,7 @@ impl BucketProvider {
                 }
             },
             "LoggingConfiguration" => {
-                let status = match value? {
+                let status = match value()? {
                     Some(o) => conv(req, convert::logging(&o, bucket))?,
                     None => BucketLoggingStatus::builder().build(),
                 };
@@ -332,7 +332,7 @@ impl BucketProvider {
                 done(req, "PutBucketLogging", bucket, r)
             }
             "AccelerateConfiguration" => {
-                let config = match value? {
+                let config = match value()? {
                     Some(o) => conv(req, convert::accelerate(&o))?,
                     None => AccelerateConfiguration::builder()
                         .status(BucketAccelerateStatus::Suspended)
@@ -369,7 +369,7 @@ impl BucketProvider {
                 done(req, "PutObjectLockConfiguration", bucket, r)
             }
             "NotificationConfiguration" => {
-                let config = match value? {
+                let config = match value()? {
                     Some(o) => conv(req, convert::notification(&o))?,
                     None => NotificationConfiguration::builder().build(),
                 };
@@ -387,7 +387,7 @@ impl BucketProvider {
             | "InventoryConfigurations" => {
                 self.apply_by_id(s3, req, bucket, property, previous).await
             }
-            "ReplicationConfiguration" => match value? {
+            "ReplicationConfiguration" => match value()? {
                 Some(o) => {
                     let c = conv(req, convert::replication(&o))?;
                     let r = with_retry(|| {
