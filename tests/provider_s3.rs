@@ -544,6 +544,8 @@ async fn bucket_sub_configurations() {
     let req = request("Configured", BUCKET, &v1);
     let created = p.create(&ctx, &req).await.expect("create");
     assert_eq!(created.physical_id, name);
+    let err = p.create(&ctx, &req).await.expect_err("exists").to_string();
+    assert!(err.contains("already exists"), "{err}");
 
     let retention_days = |out: aws_sdk_s3::operation::get_object_lock_configuration::GetObjectLockConfigurationOutput| {
         out.object_lock_configuration()

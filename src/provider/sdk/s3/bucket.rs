@@ -583,6 +583,14 @@ impl Provider for BucketProvider {
             None => naming::generate(ctx.stack_name, req.logical_id, naming::S3_BUCKET),
         };
         let s3 = ctx.clients.s3(Some(ctx.region));
+        // In us-east-1 S3 answers CreateBucket for a bucket the caller already owns with a
+        // plain 200; CloudFormation refuses to adopt it, and so does cdkd.
+        if p.str("BucketName")?.is_some() && self.exists(&s3, req, &bucket).await? {
+            return Err(ProviderError::failed(
+                req,
+                format!("bucket {bucket} already exists"),
+            ));
+        }
         let location = (ctx.region != "us-east-1").then(|| {
             CreateBucketConfiguration::builder()
                 .location_constraint(BucketLocationConstraint::from(ctx.region))
