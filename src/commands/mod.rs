@@ -3,6 +3,7 @@
 //! in the layers below.
 
 mod bootstrap;
+mod deploy;
 mod force_unlock;
 mod list;
 mod orphan_state;
@@ -141,6 +142,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
     let settings = Settings::resolve(&cli.global, &sources)?;
     let session = Session::new(settings);
     match &cli.command {
+        Command::Deploy(args) => deploy::run(&session, args).await,
         Command::Synth(args) => synth::run(&session, args).await,
         Command::List(args) => list::run(&session, args).await,
         Command::Bootstrap(args) => bootstrap::run(&session, args).await,

@@ -1,4 +1,5 @@
 //! Orchestrations over one concurrent DAG walker: deploy, destroy, diff, scrub and import are
 //! built on [`walk`], so every command gets the same scheduling, failure and cancellation rules.
 
+pub mod deploy;
 pub mod walk;

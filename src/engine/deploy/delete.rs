@@ -1,0 +1,115 @@
+//! The delete half of a deploy: resources gone from the template, and the old resources of
+//! replacements, deleted dependents-first along the graph of their records.
+//!
+//! `DeletionPolicy: Retain` / `RetainExceptOnCreate` drops a removed resource's record without
+//! an AWS call. A removed resource's record leaves state once its delete succeeds; the old
+//! resource of a replacement has no record of its own (the logical id now records the new one).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use indexmap::IndexMap;
+
+use super::execute::{provider_message, Run};
+use super::lookup::record_provider;
+use super::report::{Action, Done};
+use crate::engine::walk::{walk, WalkOptions, WalkOutcome};
+use crate::plan::{DependencyGraph, Direction, RecordNode};
+use crate::provider::{ResourceRequest, Route};
+use crate::state::ResourceState;
+use crate::ui;
+
+/// A resource to delete.
+pub(super) struct Doomed {
+    pub record: ResourceState,
+    /// Gone from the template: its record is dropped once deleted. `false` for the old
+    /// resource of a replacement.
+    pub removed: bool,
+}
+
+pub(super) type DeleteOutcome = WalkOutcome<Done, (Done, String)>;
+
+/// Deletes `doomed` (logical id → what to delete) in delete order, `options.concurrency` at a
+/// time, printing a line per resource.
+pub(super) async fn delete_all(
+    run: Arc<Run>,
+    doomed: IndexMap<String, Doomed>,
+    options: WalkOptions,
+) -> Result<DeleteOutcome, crate::plan::PlanError> {
+    let graph = DependencyGraph::from_records(
+        &run.stack,
+        doomed.iter().map(|(id, d)| RecordNode {
+            logical_id: id,
+            resource_type: &d.record.resource_type,
+            physical_id: d.record.physical_id.as_deref(),
+            properties: Some(&d.record.properties),
+            dependencies: d.record.dependencies.as_deref().unwrap_or(&[]),
+        }),
+    )?;
+    let doomed = Arc::new(doomed);
+    let tracker = graph.ready_tracker(Direction::Delete);
+    Ok(walk(tracker, options, move |id| {
+        let run = run.clone();
+        let doomed = doomed.clone();
+        async move {
+            let result = delete_one(&run, &id, &doomed[&id]).await;
+            match &result {
+                Ok(done) => ui::info(done.line(None)),
+                Err((done, e)) => ui::info(done.line(Some(e))),
+            }
+            result
+        }
+    })
+    .await)
+}
+
+async fn delete_one(run: &Run, id: &str, doomed: &Doomed) -> Result<Done, (Done, String)> {
+    let started = Instant::now();
+    let rec = &doomed.record;
+    let found = record_provider(&run.registry, rec);
+    let route = found
+        .as_ref()
+        .map(|(r, _)| *r)
+        .unwrap_or(Route::CloudControl);
+    let done = Done::new(id, &rec.resource_type, route);
+    if doomed.removed && rec.retains_on_delete() {
+        run.book.put(id, None).await;
+        return Ok(done.with(Action::Retained, started));
+    }
+    let Some(physical_id) = rec.physical_id.as_deref() else {
+        // Nothing in AWS can be addressed; the record alone goes.
+        if doomed.removed {
+            run.book.put(id, None).await;
+        }
+        return Ok(done.with(Action::Deleted, started));
+    };
+    let Some((_, provider)) = found else {
+        let message = format!(
+            "no provider can delete type {}: cdkd has no SDK provider for it and the Cloud \
+             Control API does not list it",
+            rec.resource_type
+        );
+        return Err((done.with(Action::Failed, started), message));
+    };
+    let ctx = run.provider_context();
+    let req = ResourceRequest {
+        logical_id: id,
+        resource_type: &rec.resource_type,
+        properties: &rec.properties,
+        client_token: None,
+    };
+    match provider.delete(&ctx, &req, physical_id).await {
+        Ok(()) => {
+            if doomed.removed {
+                run.book.put(id, None).await;
+                Ok(done.with(Action::Deleted, started))
+            } else {
+                Ok(done.with(Action::OldDeleted, started))
+            }
+        }
+        Err(e) => {
+            let message = provider_message(&e, id, &rec.resource_type);
+            Err((done.with(Action::Failed, started), message))
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Deploying one stack: under its lock, load state, plan each resource's change, provision
+//! along the dependency graph, delete what left the template, then store outputs and exports.
+//!
+//! - [`prepare`]: parameters, conditions, pruning, the graph;
+//! - [`plan`] (with [`changes`]): each resource's change, and the stateful-replacement guard;
+//! - [`execute`]: creates, updates and replacements along the graph;
+//! - [`delete`]: removed resources and replaced old ones, dependents first;
+//! - [`book`]: the state writes; [`outputs`]: outputs and export aliases;
+//! - [`report`]: the lines the user sees.
+//!
+//! Not in this slice: automatic rollback and the rollback journal, nested stacks, assets,
+//! custom resources, dynamic references, NoEcho masking, live progress.
+
+mod book;
+mod changes;
+mod delete;
+mod execute;
+mod lookup;
+mod outputs;
+mod plan;
+mod prepare;
+mod report;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+pub use changes::{diff_properties, is_stateful, values_equal};
+pub use report::{Action, Done, Tally};
+
+use crate::aws::Clients;
+use crate::engine::walk::{walk, WalkOptions};
+use crate::error::Error;
+use crate::plan::Direction;
+use crate::provider::cloudcontrol::CloudControlProvider;
+use crate::provider::{Registry, UnsupportedType};
+use crate::resolve::{
+    partition_for_region, ExternalLookup, ParameterOverride, ResolveContext, ResolveError,
+};
+use crate::state::backend::{BackendError, S3Backend};
+use crate::state::exports::ExportIndexStore;
+use crate::state::lock::{default_owner, HeldLock, LockManager, DEFAULT_LOCK_TTL};
+use crate::state::StackState;
+use crate::ui;
+use book::StateBook;
+use delete::Doomed;
+use execute::Run;
+use lookup::Snapshot;
+
+/// A deploy refused or stopped before (or instead of) provisioning.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error(transparent)]
+    Unsupported(#[from] UnsupportedType),
+    /// Refused before any resource changed (e.g. `STATEFUL_REPLACE_BLOCKED`).
+    #[error("{0}; nothing was changed")]
+    Refused(String),
+    #[error(transparent)]
+    Other(Box<Error>),
+}
+
+impl From<Error> for DeployError {
+    fn from(e: Error) -> Self {
+        DeployError::Other(Box::new(e))
+    }
+}
+
+/// What every stack of one `cdkd deploy` shares.
+pub struct DeployEnv {
+    pub clients: Arc<Clients>,
+    pub backend: Arc<S3Backend>,
+    pub registry: Arc<Registry>,
+    pub exports: Arc<ExportIndexStore>,
+    pub external: Arc<dyn ExternalLookup + Send + Sync>,
+    pub account_id: String,
+}
+
+/// The options of one deploy.
+#[derive(Clone, Default)]
+pub struct DeployOptions {
+    /// Resource operations at once (at least 1).
+    pub concurrency: usize,
+    pub parameters: Vec<ParameterOverride>,
+    pub force_stateful_recreation: bool,
+    pub no_wait: bool,
+    /// Flips to `true` on Ctrl-C: no new operation starts.
+    pub cancel: Option<watch::Receiver<bool>>,
+}
+
+/// The stack to deploy.
+pub struct StackTarget<'a> {
+    pub stack_name: &'a str,
+    pub region: &'a str,
+    pub template_file: &'a Path,
+}
+
+/// What a stack's deploy did.
+#[derive(Debug, Clone, Default)]
+pub struct StackReport {
+    pub stack_name: String,
+    pub region: String,
+    pub tally: Tally,
+    /// False when nothing changed and nothing was written.
+    pub changed: bool,
+    /// The stack's outputs by name (unchanged ones on a failed deploy).
+    pub outputs: Map<String, Value>,
+    /// (logical id, error) of each failed operation.
+    pub failures: Vec<(String, String)>,
+    /// Resources not attempted because something they depend on failed.
+    pub skipped: Vec<String>,
+    /// Resources not started because the deploy was interrupted.
+    pub cancelled: Vec<String>,
+}
+
+impl StackReport {
+    pub fn is_success(&self) -> bool {
+        self.failures.is_empty() && self.skipped.is_empty() && self.cancelled.is_empty()
+    }
+}
+
+/// Every SDK provider, with Cloud Control for every other type the schemas know.
+pub fn default_registry() -> Registry {
+    crate::provider::sdk::all()
+        .into_iter()
+        .fold(Registry::new(), Registry::with_sdk)
+        .with_cloud_control(Arc::new(CloudControlProvider::new()))
+}
+
+/// Deploys one stack under its lock.
+pub async fn deploy_stack(
+    env: &DeployEnv,
+    target: &StackTarget<'_>,
+    options: &DeployOptions,
+) -> Result<StackReport, DeployError> {
+    let locks = LockManager::new(
+        env.backend.client().clone(),
+        env.backend.bucket(),
+        env.backend.keys().clone(),
+    );
+    let lock = locks
+        .acquire_with_retry(
+            target.stack_name,
+            target.region,
+            &default_owner(),
+            Some("deploy"),
+            DEFAULT_LOCK_TTL,
+        )
+        .await
+        .map_err(Error::from)?;
+    let result = deploy_locked(env, target, options, &lock).await;
+    lock.release_and_warn().await;
+    result
+}
+
+async fn deploy_locked(
+    env: &DeployEnv,
+    target: &StackTarget<'_>,
+    options: &DeployOptions,
+    lock: &HeldLock,
+) -> Result<StackReport, DeployError> {
+    let (stack, region) = (target.stack_name, target.region);
+    let loaded = env.backend.load(stack, region).await.map_err(|e| match e {
+        // A damaged record is refused with its code (STATE_RESOURCES_MALFORMED, ...).
+        BackendError::State(e) => DeployError::Refused(format!("{}: {e}", e.code())),
+        other => Error::from(other).into(),
+    })?;
+    let (state, etag, from_legacy) = match loaded {
+        Some(l) => {
+            for w in &l.parsed.warnings {
+                ui::warn(w);
+            }
+            (l.parsed.state, Some(l.etag), l.parsed.from_legacy_key)
+        }
+        None => (StackState::new(stack, region), None, false),
+    };
+    let ctx = ResolveContext::new(stack, region, Some(env.account_id.clone()));
+    let prepared = prepare::prepare(
+        stack,
+        target.template_file,
+        ctx,
+        &options.parameters,
+        env.external.clone(),
+    )?;
+    let plan = plan::plan(
+        &prepared,
+        &state,
+        &env.registry,
+        options.force_stateful_recreation,
+    )?;
+    let mut report = StackReport {
+        stack_name: stack.to_owned(),
+        region: region.to_owned(),
+        ..StackReport::default()
+    };
+
+    if !plan.has_resource_changes() && plan.refreshed.is_empty() {
+        let snapshot = Snapshot::from_records(&env.registry, state.resources.iter());
+        let outs =
+            outputs::resolve_outputs(&prepared.resolution, &snapshot, &prepared.prune, stack);
+        if outs.recorded_in(&state) {
+            report.tally.unchanged = plan.planned.len();
+            report.outputs = outs.by_name;
+            return Ok(report);
+        }
+    }
+    report.changed = true;
+    ui::info(format!("{stack} ({region}): {}", plan.describe()));
+
+    let previous_outputs = state.outputs.clone().unwrap_or_default();
+    let book = StateBook::new(env.backend.clone(), stack, region, state, etag, from_legacy);
+    for (id, rec) in plan.refreshed {
+        book.put(&id, Some(rec)).await;
+    }
+    let run = Arc::new(Run {
+        clients: env.clients.clone(),
+        registry: env.registry.clone(),
+        resolution: prepared.resolution.clone(),
+        book,
+        planned: plan.planned,
+        stack: stack.to_owned(),
+        region: region.to_owned(),
+        account_id: env.account_id.clone(),
+        partition: partition_for_region(region).name.to_owned(),
+        no_wait: options.no_wait,
+        force_stateful: options.force_stateful_recreation,
+        replaced: Mutex::new(Vec::new()),
+    });
+    let walk_options = || WalkOptions {
+        concurrency: options.concurrency.max(1),
+        cancel: options.cancel.clone(),
+        events: None,
+    };
+
+    let tracker = prepared.graph.ready_tracker(Direction::Deploy);
+    let task_run = run.clone();
+    let outcome = walk(tracker, walk_options(), move |id| {
+        let run = task_run.clone();
+        async move {
+            let result = execute::provision(run, id).await;
+            match &result {
+                Ok(done) if done.action != Action::Unchanged => ui::info(done.line(None)),
+                Ok(_) => {}
+                Err((done, e)) => ui::info(done.line(Some(e))),
+            }
+            result
+        }
+    })
+    .await;
+    let deploy_ok = outcome.is_success();
+    absorb(&mut report, outcome);
+    for id in &report.skipped {
+        ui::info(format!("  - {id} skipped: a resource it depends on failed"));
+    }
+
+    // The delete half: removed resources only after a clean walk; the old resources of
+    // replacements whenever nothing that reads them failed or was skipped.
+    let mut doomed: IndexMap<String, Doomed> = IndexMap::new();
+    if deploy_ok {
+        let current = run.book.state().await;
+        for id in &plan.removed {
+            if let Some(record) = current.resources.get(id) {
+                let record = record.clone();
+                doomed.insert(
+                    id.clone(),
+                    Doomed {
+                        record,
+                        removed: true,
+                    },
+                );
+            }
+        }
+    } else if !plan.removed.is_empty() {
+        ui::warn(format!(
+            "{stack}: {} removed resource(s) not deleted because the deploy had failures; \
+             they stay in state and the next deploy deletes them",
+            plan.removed.len()
+        ));
+    }
+    let replaced = std::mem::take(&mut *run.replaced.lock().unwrap_or_else(|p| p.into_inner()));
+    for (id, record) in replaced {
+        let readers_failed = prepared
+            .graph
+            .transitive_dependents_of(&id)
+            .iter()
+            .any(|d| !report.succeeded(d));
+        if readers_failed {
+            ui::warn(format!(
+                "{stack}: the old {} of {id} ({}) was left in AWS because a resource that reads \
+                 it did not finish; it is no longer in state: delete it by hand",
+                record.resource_type,
+                record.physical_id.as_deref().unwrap_or("no physical id")
+            ));
+        } else {
+            doomed.insert(
+                id,
+                Doomed {
+                    record,
+                    removed: false,
+                },
+            );
+        }
+    }
+    if !doomed.is_empty() {
+        let outcome = delete::delete_all(run.clone(), doomed, walk_options())
+            .await
+            .map_err(Error::from)?;
+        absorb(&mut report, outcome);
+    }
+
+    finish(env, &run, &prepared, lock, &mut report, previous_outputs).await;
+    Ok(report)
+}
+
+/// Adds a walk's outcome to the report.
+fn absorb(
+    report: &mut StackReport,
+    outcome: crate::engine::walk::WalkOutcome<Done, (Done, String)>,
+) {
+    for (_, done) in outcome.completed {
+        report.tally.add(done.action);
+    }
+    for (id, (done, message)) in outcome.failed {
+        report.tally.add(done.action);
+        report.failures.push((id, message));
+    }
+    report.tally.skipped += outcome.skipped.len();
+    report.skipped.extend(outcome.skipped);
+    report.cancelled.extend(outcome.cancelled);
+}
+
+impl StackReport {
+    fn succeeded(&self, id: &str) -> bool {
+        !self.failures.iter().any(|(f, _)| f == id)
+            && !self.skipped.iter().any(|s| s == id)
+            && !self.cancelled.iter().any(|c| c == id)
+    }
+}
+
+/// The final save: outputs and exports after a clean deploy, the records alone otherwise.
+async fn finish(
+    env: &DeployEnv,
+    run: &Run,
+    prepared: &prepare::Prepared,
+    lock: &HeldLock,
+    report: &mut StackReport,
+    previous_outputs: Map<String, Value>,
+) {
+    let (stack, region) = (run.stack.as_str(), run.region.as_str());
+    if lock.is_lost() {
+        report.failures.push((
+            "(state)".into(),
+            format!(
+                "the lock of {stack} ({region}) was lost during the deploy; the final state \
+                 save was skipped (the per-resource saves stand)"
+            ),
+        ));
+        return;
+    }
+    let order = |s: &mut StackState| {
+        let position = |id: &str| {
+            prepared
+                .scope
+                .iter()
+                .position(|x| x == id)
+                .unwrap_or(usize::MAX)
+        };
+        s.resources
+            .sort_by(|a, _, b, _| position(a).cmp(&position(b)));
+    };
+    if report.is_success() {
+        let current = run.book.state().await;
+        let snapshot = Snapshot::from_records(&env.registry, current.resources.iter());
+        let outs =
+            outputs::resolve_outputs(&prepared.resolution, &snapshot, &prepared.prune, stack);
+        let saved = run
+            .book
+            .finish(|s| {
+                s.outputs = Some(outs.stored.clone());
+                s.set_export_names(outs.export_names.clone());
+                order(s);
+            })
+            .await;
+        match saved {
+            Ok(state) => {
+                env.exports.update_stack(region, stack, &state).await;
+                report.outputs = outs.by_name;
+            }
+            Err(e) => report.failures.push((
+                "(state)".into(),
+                format!("the final state save failed: {e}"),
+            )),
+        }
+    } else {
+        let names = &prepared.resolution.template.outputs;
+        report.outputs = previous_outputs
+            .into_iter()
+            .filter(|(k, _)| names.contains_key(k))
+            .collect();
+        if run.book.is_dirty().await {
+            if let Err(e) = run.book.finish(order).await {
+                report.failures.push((
+                    "(state)".into(),
+                    format!("the final state save failed: {e}"),
+                ));
+            }
+        }
+    }
+}

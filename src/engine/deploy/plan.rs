@@ -1,0 +1,281 @@
+//! The change of each resource, computed before anything is touched.
+//!
+//! Resources are visited in deploy order, so when one is reached every resource it references
+//! already has its verdict. A resource whose references are all unchanged is resolved against
+//! the physical ids and attributes in state and compared with its record: that verdict is
+//! final. A resource that references something created, updated or replaced in this run gets a
+//! tentative verdict (its literal changes, or an update "propagated" from the dependency) and is
+//! decided again inside the walk, once the dependency is done and its new id and attributes are
+//! known; nothing is sent to AWS when its resolved properties turn out unchanged.
+//!
+//! A replacement of a stateful type without `--force-stateful-recreation` is refused here,
+//! before any resource changes.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::changes::{diff_properties, is_stateful, stateful_refusal};
+use super::lookup::{provisioned_by, referenced_ids, Resolution, Snapshot};
+use super::prepare::Prepared;
+use super::DeployError;
+use crate::plan::{ChangeKind, ChangeReason, ChangeSet, ResourceChange};
+use crate::provider::{is_skipped_type, Registry, Route};
+use crate::state::{ResourcePolicy, ResourceState, StackState};
+use crate::template::Resource;
+
+/// The plan for one resource of the template.
+#[derive(Debug, Clone)]
+pub(super) struct Planned {
+    pub change: ResourceChange,
+    pub route: Route,
+    /// Decided again inside the walk, once what it references is done.
+    pub deferred: bool,
+    /// The logical ids it depends on (references and `DependsOn`), recorded in state.
+    pub dependencies: Vec<String>,
+}
+
+/// What a deploy of one stack will do.
+pub(super) struct Plan {
+    pub changes: ChangeSet,
+    pub planned: HashMap<String, Planned>,
+    /// Recorded resources no longer in the template (or whose Condition is now false).
+    pub removed: Vec<String>,
+    /// Unchanged resources whose record fields move (policies, construct path, dependencies):
+    /// rewritten in state without an AWS call.
+    pub refreshed: Vec<(String, ResourceState)>,
+}
+
+impl Plan {
+    /// Whether any resource is created, updated, replaced or deleted.
+    pub fn has_resource_changes(&self) -> bool {
+        self.changes.has_changes()
+    }
+
+    /// `1 to create, 2 to update, 1 to re-check`: resources whose only reason to change is
+    /// a dependency that changes are counted as "to re-check", since the walk decides them.
+    pub fn describe(&self) -> String {
+        let recheck = self
+            .planned
+            .values()
+            .filter(|p| p.deferred && p.change.property_diffs.is_empty())
+            .count();
+        let c = self.changes.counts();
+        let parts = [
+            (c.create, "to create"),
+            (c.update.saturating_sub(recheck), "to update"),
+            (c.replace, "to replace"),
+            (c.delete, "to delete"),
+            (recheck, "to re-check once their dependencies are done"),
+        ];
+        let text: Vec<String> = parts
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+        if text.is_empty() {
+            "no resource changes (outputs or state records to update)".to_owned()
+        } else {
+            text.join(", ")
+        }
+    }
+}
+
+pub(super) fn plan(
+    prepared: &Prepared,
+    state: &StackState,
+    registry: &Registry,
+    force_stateful: bool,
+) -> Result<Plan, DeployError> {
+    let resolution: &Resolution = &prepared.resolution;
+    let template = &resolution.template;
+    let snapshot = Snapshot::from_records(registry, state.resources.iter());
+    let mut planned: HashMap<String, Planned> = HashMap::new();
+    let mut refused = Vec::new();
+    let mut refreshed = Vec::new();
+
+    for id in prepared.graph.deploy_order() {
+        let res = &template.resources[id];
+        let rec = state.resources.get(id);
+        let same_type = rec.is_some_and(|r| r.resource_type == res.type_);
+        let route = if same_type && rec.is_some_and(ResourceState::is_pinned_to_cloud_control) {
+            Route::CloudControl
+        } else {
+            registry.route(id, &res.type_)?
+        };
+        let dependencies: Vec<String> = prepared
+            .graph
+            .dependencies_of(id)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let moved: Vec<(String, ChangeKind)> = referenced_ids(&res.properties)
+            .into_iter()
+            .filter_map(|t| {
+                let kind = planned.get(&t)?.change.kind;
+                (kind != ChangeKind::NoChange).then_some((t, kind))
+            })
+            .collect();
+
+        let mut change = ResourceChange::new(id, &res.type_, ChangeKind::NoChange);
+        let mut deferred = false;
+        match rec {
+            None => {
+                change.kind = ChangeKind::Create;
+                change.reasons.push(ChangeReason::New);
+            }
+            Some(r) if !same_type => {
+                change.kind = ChangeKind::Replace;
+                change.reasons.push(ChangeReason::TypeChanged {
+                    old: r.resource_type.clone(),
+                    new: res.type_.clone(),
+                });
+                if is_stateful(&r.resource_type) && !force_stateful && !retains_old(res, r) {
+                    refused.push(stateful_refusal(id, &r.resource_type, "its Type changed"));
+                }
+            }
+            Some(r) => {
+                let (desired, unknown) = resolution.properties_lenient(&snapshot, id)?;
+                change.property_diffs =
+                    diff_properties(&res.type_, &desired, &r.properties, &unknown);
+                deferred = !moved.is_empty();
+                if let Some(d) = change
+                    .property_diffs
+                    .iter()
+                    .find(|d| d.requires_replacement)
+                {
+                    change.kind = ChangeKind::Replace;
+                    change.reasons.push(ChangeReason::ImmutableProperty {
+                        path: d.path.clone(),
+                    });
+                    if is_stateful(&res.type_) && !force_stateful && !retains_old(res, r) {
+                        let why = format!("create-only property {} changed", d.path);
+                        refused.push(stateful_refusal(id, &res.type_, &why));
+                    }
+                } else if !change.property_diffs.is_empty() {
+                    change.kind = ChangeKind::Update;
+                    change.reasons.push(ChangeReason::PropertiesChanged);
+                } else if deferred {
+                    change.kind = ChangeKind::Update;
+                }
+                for (from, kind) in &moved {
+                    change.reasons.push(match kind {
+                        ChangeKind::Create | ChangeKind::Replace => {
+                            ChangeReason::ReplacementPropagated { from: from.clone() }
+                        }
+                        _ => ChangeReason::AttributePropagated {
+                            from: from.clone(),
+                            attribute: "*".into(),
+                        },
+                    });
+                }
+                if change.kind == ChangeKind::NoChange {
+                    let refreshed_record = refresh(r, res, &dependencies);
+                    if refreshed_record != *r {
+                        refreshed.push((id.to_owned(), refreshed_record));
+                    }
+                }
+            }
+        }
+        planned.insert(
+            id.to_owned(),
+            Planned {
+                change,
+                route,
+                deferred,
+                dependencies,
+            },
+        );
+    }
+    if !refused.is_empty() {
+        return Err(DeployError::Refused(refused.join("; ")));
+    }
+
+    let mut changes = ChangeSet::new(&template_stack(prepared));
+    for id in &prepared.scope {
+        if let Some(p) = planned.get(id) {
+            changes.changes.push(p.change.clone());
+        }
+    }
+    let removed: Vec<String> = state
+        .resources
+        .iter()
+        .filter(|(id, r)| !planned.contains_key(*id) && !is_skipped_type(&r.resource_type))
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in &removed {
+        let mut change =
+            ResourceChange::new(id, &state.resources[id].resource_type, ChangeKind::Delete);
+        change.reasons.push(ChangeReason::Removed);
+        changes.changes.push(change);
+    }
+    Ok(Plan {
+        changes,
+        planned,
+        removed,
+        refreshed,
+    })
+}
+
+fn template_stack(prepared: &Prepared) -> String {
+    prepared.graph.stack().to_owned()
+}
+
+/// Whether the template's `UpdateReplacePolicy` (else the record's) keeps the old resource.
+pub(super) fn retains_old(res: &Resource, rec: &ResourceState) -> bool {
+    match &res.update_replace_policy {
+        Some(p) => ResourcePolicy::parse(p).retains(),
+        None => rec
+            .update_replace_policy
+            .as_ref()
+            .is_some_and(ResourcePolicy::retains),
+    }
+}
+
+/// The record fields a deploy writes from the template, applied to `base`.
+pub(super) fn with_template_fields(
+    mut base: ResourceState,
+    res: &Resource,
+    dependencies: &[String],
+) -> ResourceState {
+    base.dependencies = Some(dependencies.to_vec());
+    base.construct_path = res.cdk_path().map(str::to_owned);
+    base.deletion_policy = res.deletion_policy.as_deref().map(ResourcePolicy::parse);
+    base.update_replace_policy = res
+        .update_replace_policy
+        .as_deref()
+        .map(ResourcePolicy::parse);
+    base
+}
+
+/// An unchanged resource's record with today's template fields; its recorded dependencies
+/// are kept when they name the same set.
+fn refresh(rec: &ResourceState, res: &Resource, dependencies: &[String]) -> ResourceState {
+    let mut out = with_template_fields(rec.clone(), res, dependencies);
+    let same_set = |a: &Option<Vec<String>>, b: &Option<Vec<String>>| {
+        let set =
+            |v: &Option<Vec<String>>| -> BTreeSet<String> { v.iter().flatten().cloned().collect() };
+        set(a) == set(b)
+    };
+    if same_set(&out.dependencies, &rec.dependencies) {
+        out.dependencies = rec.dependencies.clone();
+    }
+    out
+}
+
+/// A fresh record for a resource a provider just created.
+pub(super) fn new_record(
+    res: &Resource,
+    route: Route,
+    dependencies: &[String],
+    physical_id: String,
+    properties: serde_json::Map<String, serde_json::Value>,
+    attributes: serde_json::Map<String, serde_json::Value>,
+) -> ResourceState {
+    let mut rec = ResourceState::new(physical_id, res.type_.clone(), properties);
+    rec.attributes = Some(attributes);
+    rec.provisioned_by = Some(provisioned_by(route));
+    with_template_fields(rec, res, dependencies)
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,0 +1,173 @@
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::engine::deploy::prepare::{prepare, Prepared};
+use crate::provider::cloudcontrol::CloudControlProvider;
+use crate::resolve::{NoExternalLookup, ParameterOverride, ResolveContext};
+
+fn prepared(template: Value, overrides: &[ParameterOverride]) -> (tempfile::TempDir, Prepared) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("S.template.json");
+    std::fs::write(&file, template.to_string()).unwrap();
+    let ctx = ResolveContext::new("S", "us-east-1", Some("123456789012".into()));
+    let p = prepare("S", &file, ctx, overrides, Arc::new(NoExternalLookup)).unwrap();
+    (dir, p)
+}
+
+fn registry() -> Registry {
+    Registry::new().with_cloud_control(Arc::new(CloudControlProvider::new()))
+}
+
+fn record(id: &str, type_: &str, props: Value, attrs: Value) -> ResourceState {
+    let mut r = ResourceState::new(id, type_, props.as_object().unwrap().clone());
+    r.attributes = Some(attrs.as_object().unwrap().clone());
+    r.dependencies = Some(vec![]);
+    r
+}
+
+fn template() -> Value {
+    json!({
+        "Parameters": {"Timeout": {"Type": "Number", "Default": "30"}},
+        "Conditions": {"Off": {"Fn::Equals": ["1", "2"]}},
+        "Resources": {
+            "A": {"Type": "AWS::SQS::Queue",
+                  "Properties": {"QueueName": "a", "VisibilityTimeout": {"Ref": "Timeout"}}},
+            "B": {"Type": "AWS::SSM::Parameter",
+                  "Properties": {"Type": "String", "Value": {"Fn::GetAtt": ["A", "Arn"]}}},
+            "C": {"Type": "AWS::SQS::Queue"},
+            "Off": {"Type": "AWS::SQS::Queue", "Condition": "Off"},
+            "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "x"}},
+            "Meta": {"Type": "AWS::CDK::Metadata"}
+        }
+    })
+}
+
+fn state(bucket_name: &str, timeout: &str) -> StackState {
+    let mut s = StackState::new("S", "us-east-1");
+    let r = &mut s.resources;
+    r.insert(
+        "A".into(),
+        record(
+            "https://q/a",
+            "AWS::SQS::Queue",
+            json!({"QueueName": "a", "VisibilityTimeout": timeout}),
+            json!({"Arn": "arn:a"}),
+        ),
+    );
+    let mut b = record(
+        "p-1",
+        "AWS::SSM::Parameter",
+        json!({"Type": "String", "Value": "arn:a", "Extra": 1}),
+        json!({}),
+    );
+    b.dependencies = Some(vec!["A".into()]);
+    r.insert("B".into(), b);
+    r.insert(
+        "Bucket".into(),
+        record(
+            "b",
+            "AWS::S3::Bucket",
+            json!({"BucketName": bucket_name}),
+            json!({}),
+        ),
+    );
+    r.insert(
+        "Gone".into(),
+        record("g", "AWS::SQS::Queue", json!({}), json!({})),
+    );
+    s
+}
+
+fn kind(plan: &Plan, id: &str) -> (ChangeKind, bool) {
+    let p = &plan.planned[id];
+    (p.change.kind, p.deferred)
+}
+
+#[test]
+fn every_kind_of_change() {
+    let (_d, p) = prepared(template(), &[]);
+    let plan = super::plan(&p, &state("x", "60"), &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "A"), (ChangeKind::Update, false));
+    // B reads A's Arn and A changes: decided again in the walk.
+    assert_eq!(kind(&plan, "B"), (ChangeKind::Update, true));
+    assert_eq!(kind(&plan, "C"), (ChangeKind::Create, false));
+    assert_eq!(kind(&plan, "Bucket"), (ChangeKind::NoChange, false));
+    assert!(!plan.planned.contains_key("Off") && !plan.planned.contains_key("Meta"));
+    assert_eq!(plan.removed, vec!["Gone".to_string()]);
+    assert_eq!(plan.planned["B"].dependencies, vec!["A".to_string()]);
+    assert_eq!(plan.planned["A"].route, Route::CloudControl);
+    assert_eq!(
+        plan.describe(),
+        "1 to create, 1 to update, 1 to delete, 1 to re-check once their dependencies are done"
+    );
+}
+
+#[test]
+fn nothing_changes_when_the_record_matches() {
+    let mut t = template();
+    t["Resources"]["C"]["DeletionPolicy"] = json!("Retain");
+    let (_d, p) = prepared(t, &[]);
+    let mut s = state("x", "30");
+    s.resources.shift_remove("Gone");
+    s.resources.insert(
+        "C".into(),
+        record("https://q/c", "AWS::SQS::Queue", json!({}), json!({})),
+    );
+    let plan = super::plan(&p, &s, &registry(), false).unwrap();
+    assert!(!plan.has_resource_changes(), "{:?}", plan.changes);
+    // Unchanged records whose template fields moved are refreshed without an AWS call.
+    assert_eq!(
+        plan.refreshed
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["C"]
+    );
+    // A parameter override is a change like any other.
+    let (_d, p) = prepared(
+        template(),
+        &[ParameterOverride::parse("Timeout=45").unwrap()],
+    );
+    let plan = super::plan(&p, &s, &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "A"), (ChangeKind::Update, false));
+}
+
+#[test]
+fn a_stateful_replacement_is_refused_without_the_flag() {
+    let (_d, p) = prepared(template(), &[]);
+    let err = super::plan(&p, &state("y", "30"), &registry(), false)
+        .err()
+        .expect("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("STATEFUL_REPLACE_BLOCKED") && text.contains("Bucket"),
+        "{text}"
+    );
+    let plan = super::plan(&p, &state("y", "30"), &registry(), true).unwrap();
+    assert_eq!(kind(&plan, "Bucket"), (ChangeKind::Replace, false));
+    // Under UpdateReplacePolicy: Retain the old bucket stays, so no flag is needed.
+    let mut t = template();
+    t["Resources"]["Bucket"]["UpdateReplacePolicy"] = json!("Retain");
+    let (_d, p) = prepared(t, &[]);
+    assert!(plan_ok(&p, &state("y", "30")));
+}
+
+fn plan_ok(p: &Prepared, s: &StackState) -> bool {
+    super::plan(p, s, &registry(), false).is_ok()
+}
+
+#[test]
+fn a_type_change_replaces() {
+    let mut t = template();
+    t["Resources"]["C"] = json!({"Type": "AWS::SNS::Topic"});
+    let (_d, p) = prepared(t, &[]);
+    let mut s = state("x", "30");
+    s.resources.insert(
+        "C".into(),
+        record("https://q/c", "AWS::SQS::Queue", json!({}), json!({})),
+    );
+    let plan = super::plan(&p, &s, &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "C"), (ChangeKind::Replace, false));
+}
