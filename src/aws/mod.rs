@@ -126,18 +126,70 @@ impl Clients {
         aws_sdk_cloudcontrol::Client::new(&self.config(region))
     }
 
-    /// The caller's account id from STS GetCallerIdentity, asked once per process.
+    /// The caller's account id from STS GetCallerIdentity, asked once per process; when STS
+    /// cannot answer, a 12-digit `AWS_ACCOUNT_ID`; otherwise the STS error (never a placeholder).
     pub async fn account_id(&self) -> Result<String, AwsError> {
         self.account
             .get_or_try_init(|| async {
-                let out = self.sts().get_caller_identity().send().await.map_err(|e| {
-                    AwsError::call("sts", "GetCallerIdentity", "the caller's identity", &e)
-                })?;
-                out.account.filter(|a| !a.is_empty()).ok_or_else(|| {
-                    AwsError::Unexpected("STS GetCallerIdentity returned no account".into())
-                })
+                let sts = self
+                    .sts()
+                    .get_caller_identity()
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        AwsError::call("sts", "GetCallerIdentity", "the caller's identity", &e)
+                    })
+                    .and_then(|out| {
+                        out.account.filter(|a| !a.is_empty()).ok_or_else(|| {
+                            AwsError::Unexpected("STS GetCallerIdentity returned no account".into())
+                        })
+                    });
+                match sts {
+                    Ok(account) => Ok(account),
+                    Err(e) => {
+                        match account_from_env(std::env::var(env::AWS_ACCOUNT_ID).ok().as_deref()) {
+                            Some(account) => {
+                                tracing::warn!(
+                                    "STS could not tell the account ({e}); using {}={account}",
+                                    env::AWS_ACCOUNT_ID
+                                );
+                                Ok(account)
+                            }
+                            None => Err(e),
+                        }
+                    }
+                }
             })
             .await
             .cloned()
+    }
+}
+
+/// A usable `AWS_ACCOUNT_ID`: exactly 12 ASCII digits.
+pub fn account_from_env(value: Option<&str>) -> Option<String> {
+    let v = value?.trim();
+    (v.len() == 12 && v.bytes().all(|b| b.is_ascii_digit())).then(|| v.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::account_from_env;
+
+    #[test]
+    fn only_a_twelve_digit_account_id_is_used() {
+        assert_eq!(
+            account_from_env(Some("123456789012")).as_deref(),
+            Some("123456789012")
+        );
+        for bad in [
+            None,
+            Some(""),
+            Some("12345678901"),
+            Some("1234567890123"),
+            Some("12345678901x"),
+            Some("unknown-account"),
+        ] {
+            assert_eq!(account_from_env(bad), None, "{bad:?}");
+        }
     }
 }
