@@ -10,6 +10,7 @@ pub mod cloudcontrol;
 pub mod naming;
 pub mod props;
 mod registry;
+pub mod routing;
 pub mod schema;
 pub mod sdk;
 

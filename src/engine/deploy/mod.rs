@@ -35,7 +35,6 @@ use crate::aws::Clients;
 use crate::engine::walk::{walk, WalkOptions};
 use crate::error::Error;
 use crate::plan::Direction;
-use crate::provider::cloudcontrol::CloudControlProvider;
 use crate::provider::{Registry, UnsupportedType};
 use crate::resolve::{
     partition_for_region, ExternalLookup, ParameterOverride, ResolveContext, ResolveError,
@@ -124,12 +123,7 @@ impl StackReport {
 }
 
 /// Every SDK provider, with Cloud Control for every other type the schemas know.
-pub fn default_registry() -> Registry {
-    crate::provider::sdk::all()
-        .into_iter()
-        .fold(Registry::new(), Registry::with_sdk)
-        .with_cloud_control(Arc::new(CloudControlProvider::new()))
-}
+pub use crate::provider::routing::default_registry;
 
 /// Deploys one stack under its lock.
 pub async fn deploy_stack(
