@@ -4,7 +4,8 @@ Run it with the Python of the emulator venv (scripts/emulator does this):
 
     emulator.py serve --host 127.0.0.1 --port 5000 [--latency-ms N]
         Serve moto's WSGI app with werkzeug, delaying every request by N ms, with the
-        Cloud Control API emulator (cloudcontrol_emulator.py) in front of it.
+        Cloud Control API emulator (cloudcontrol_emulator.py) and the Lambda Invoke
+        recorder (lambda_invocations.py) in front of it.
     emulator.py free-port [--host 127.0.0.1]
         Print a TCP port that is free right now.
     emulator.py wait URL [--timeout S] [--pid PID]
@@ -143,6 +144,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from cloudcontrol_emulator import wrap as with_cloudcontrol
 
     served = with_cloudcontrol(AtomicConditionalWrites(app))
+    # Lambda Invoke answered without running code, with the invocations recorded for tests
+    # (scripts/lambda_invocations.py): moto runs Lambda code only through Docker.
+    from lambda_invocations import wrap as with_lambda_invocations
+
+    served = with_lambda_invocations(served)
     if args.latency_ms > 0:
         served = LatencyMiddleware(served, args.latency_ms / 1000.0)
 
