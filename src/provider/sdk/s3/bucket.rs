@@ -2,9 +2,9 @@
 //! `DomainName`, `DualStackDomainName`, `RegionalDomainName`, `WebsiteURL`.
 //!
 //! Every sub-configuration updates in place through its own Put/Delete call; only the name
-//! (and disabling Object Lock, which S3 cannot do) replaces the bucket. Delete never empties
-//! the bucket: a bucket with objects fails with S3's own message, unless the CDK's
-//! auto-delete-objects custom resource emptied it first.
+//! (and disabling Object Lock, which S3 cannot do) replaces the bucket. Delete empties the
+//! bucket only when the template opted in (the CDK's `aws-cdk:auto-delete-objects` tag);
+//! otherwise a bucket with objects fails with an actionable "not empty" error (see [`super::empty`]).
 
 use async_trait::async_trait;
 use aws_sdk_s3::types::{
@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::super::iam::{aws_error, is_not_found, replacement_reason, with_retry, Sdk};
 use super::json::{Conv, Obj};
-use super::{convert, read};
+use super::{convert, empty, read};
 use crate::provider::naming;
 use crate::provider::props::{changed, Props};
 use crate::provider::{
@@ -531,9 +531,21 @@ impl BucketProvider {
         req: &ResourceRequest<'_>,
         bucket: &str,
     ) -> Result<(), ProviderError> {
-        match with_retry(|| s3.delete_bucket().bucket(bucket).send()).await {
-            Err(e) if !is_not_found(&e) => Err(aws_error(req, "s3", "DeleteBucket", bucket, &e)),
-            _ => Ok(()),
+        let mut emptied = false;
+        loop {
+            match with_retry(|| s3.delete_bucket().bucket(bucket).send()).await {
+                Err(e) if is_not_found(&e) => return Ok(()),
+                Err(e) if crate::aws::error_code(&e) == Some("BucketNotEmpty") => {
+                    if emptied || !empty::opted_in(req.properties) {
+                        return Err(empty::not_empty_error(req, bucket));
+                    }
+                    let removed = empty::empty_bucket(s3, req, bucket).await?;
+                    tracing::info!("emptied bucket {bucket} ({removed} object versions)");
+                    emptied = true;
+                }
+                Err(e) => return Err(aws_error(req, "s3", "DeleteBucket", bucket, &e)),
+                Ok(_) => return Ok(()),
+            }
         }
     }
 

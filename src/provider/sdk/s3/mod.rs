@@ -6,6 +6,7 @@
 mod bucket;
 mod bucket_policy;
 mod convert;
+pub mod empty;
 mod json;
 mod read;
 
