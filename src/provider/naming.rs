@@ -95,7 +95,51 @@ const RANDOM_LEN: usize = 12;
 
 /// `{stack}-{logicalId}-{RANDOM}{suffix}` within `rules`.
 pub fn generate(stack_name: &str, logical_id: &str, rules: NameRules) -> String {
-    compose(stack_name, logical_id, &random_token(logical_id), rules)
+    let name = compose(stack_name, logical_id, &random_token(logical_id), rules);
+    let _ = CREATE_TOKEN.try_with(|t| {
+        *t.generated.lock().unwrap_or_else(|p| p.into_inner()) = Some(name.clone());
+    });
+    name
+}
+
+/// The create token of the create running in this task (the engine's create-token ledger),
+/// and the name [`generate`] made under it.
+pub struct CreateToken {
+    token: String,
+    generated: std::sync::Mutex<Option<String>>,
+}
+
+tokio::task_local! {
+    static CREATE_TOKEN: CreateToken;
+}
+
+/// Runs `create` with `token` as its create token: inside it, [`random_token`] derives its
+/// value from the token and the seed instead of the clock, so a re-run of an interrupted
+/// create (same token, read back from the ledger) generates the same physical name. Returns
+/// the create's result and the name [`generate`] made, if it made one.
+pub async fn with_create_token<F: std::future::Future>(
+    token: &str,
+    create: F,
+) -> (F::Output, Option<String>) {
+    let scope = CreateToken {
+        token: token.to_owned(),
+        generated: std::sync::Mutex::new(None),
+    };
+    CREATE_TOKEN
+        .scope(scope, async move {
+            let out = create.await;
+            let name = CREATE_TOKEN
+                .try_with(|t| {
+                    t.generated
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone()
+                })
+                .ok()
+                .flatten();
+            (out, name)
+        })
+        .await
 }
 
 /// The deterministic part of [`generate`], for tests and for names derived from a token.
@@ -135,8 +179,14 @@ pub fn compose(stack_name: &str, logical_id: &str, token: &str, rules: NameRules
     name
 }
 
-/// Twelve upper-case letters and digits, unique per call.
+/// Twelve upper-case letters and digits, unique per call; under [`with_create_token`], derived
+/// from the create token and `seed` instead.
 pub fn random_token(seed: &str) -> String {
+    if let Ok(derived) =
+        CREATE_TOKEN.try_with(|t| crate::state::ledger::name_suffix(&t.token, seed))
+    {
+        return derived;
+    }
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -1,0 +1,382 @@
+//! The rollback journal (`rollback-journal.json` beside `state.json`; state-schema, "Rollback
+//! journal").
+//!
+//! Written whenever a deploy ends without a completed rollback (a `--no-rollback` failure, a
+//! Ctrl-C interruption) and before an automatic rollback, so a rollback that dies partway can be
+//! resumed. One segment per failed attempt records the operations that attempt completed (with
+//! each resource's previous record) and the ones that failed, so `cdkd rollback` can revert
+//! them from state and journal alone, with no synth. The journal has its own `journalVersion`
+//! and is not part of the state schema. Deleting it also purges its noncurrent versions (the
+//! failed operations' attempted properties may hold what a write sent verbatim); the purge
+//! fails soft with the spec's warning.
+
+use aws_sdk_s3::primitives::ByteStream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::keys::StateKeys;
+use super::purge::{purge_noncurrent_versions, render_purge_warning, ReplicationProbe};
+use super::ResourceState;
+use crate::aws::{classify, AwsError, ErrorKind};
+use crate::ui;
+
+/// The newest journal format this binary reads and writes.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// The purge warning's parenthetical for the journal.
+pub const JOURNAL_OBJECT_DESCRIPTION: &str = "the rollback journal, whose \
+    `failedOperations[].attemptedProperties` records the properties of the failed write verbatim";
+
+/// Why a segment was written.
+pub mod reason {
+    /// Written before an automatic rollback ran (a rollback that dies partway resumes from it).
+    pub const AUTO_ROLLBACK: &str = "auto-rollback";
+    /// An automatic rollback reverted every completed operation: only failed ones remain.
+    pub const AUTO_ROLLBACK_CLEAN: &str = "auto-rollback-clean";
+    /// A failed deploy run with `--no-rollback`.
+    pub const NO_ROLLBACK: &str = "no-rollback";
+    /// A deploy interrupted by Ctrl-C.
+    pub const INTERRUPTED: &str = "interrupted";
+}
+
+/// What an operation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum OpKind {
+    Create,
+    Update,
+    Delete,
+}
+
+/// One completed operation and what it replaced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Operation {
+    pub kind: OpKind,
+    pub logical_id: String,
+    /// The template's type (after a Type change, the new resource's).
+    pub resource_type: String,
+    /// The resource the operation left recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_id: Option<String>,
+    /// The record before the operation (`None` for a create of a new logical id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<ResourceState>,
+    /// The type before the operation (an UPDATE whose Type changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_resource_type: Option<String>,
+    /// For an UPDATE: whether the deploy left the old physical resource alive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_resource_retained: Option<bool>,
+    /// For an UPDATE: whether the old resource was deleted before the new one was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_deleted_before_create: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Operation {
+    /// A replacement: an UPDATE whose resource is a different physical resource than before.
+    pub fn is_replacement(&self) -> bool {
+        self.kind == OpKind::Update
+            && self
+                .previous
+                .as_ref()
+                .is_some_and(|p| p.physical_id != self.physical_id)
+    }
+}
+
+/// One operation that failed mid-deploy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedOperation {
+    pub kind: OpKind,
+    pub logical_id: String,
+    pub resource_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_id: Option<String>,
+    /// The record before the attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<ResourceState>,
+    /// What the failed write sent; absent when AWS provably did not apply it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempted_properties: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One failed attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Segment {
+    pub reason: String,
+    /// Epoch milliseconds.
+    pub written_at: u64,
+    #[serde(default)]
+    pub operations: Vec<Operation>,
+    #[serde(default)]
+    pub failed_operations: Vec<FailedOperation>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded_logical_ids: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The journal's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Journal {
+    pub journal_version: u32,
+    pub stack_name: String,
+    pub region: String,
+    /// Oldest first.
+    #[serde(default)]
+    pub segments: Vec<Segment>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Journal {
+    pub fn new(stack: &str, region: &str) -> Self {
+        Journal {
+            journal_version: JOURNAL_VERSION,
+            stack_name: stack.to_owned(),
+            region: region.to_owned(),
+            segments: Vec::new(),
+            extra: Map::new(),
+        }
+    }
+
+    /// Removes the newest segment, leaving the ids of its completed operations on the nearest
+    /// older segment (`supersededLogicalIds`).
+    pub fn pop_segment(&mut self) -> Option<Segment> {
+        let popped = self.segments.pop()?;
+        if let Some(older) = self.segments.last_mut() {
+            for op in &popped.operations {
+                if !older.superseded_logical_ids.contains(&op.logical_id) {
+                    older.superseded_logical_ids.push(op.logical_id.clone());
+                }
+            }
+        }
+        Some(popped)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("the rollback journal {key} cannot be read: {reason}; inspect or delete it by hand")]
+    Unreadable { key: String, reason: String },
+    #[error(transparent)]
+    Aws(#[from] AwsError),
+}
+
+/// Parses a stored journal.
+pub fn parse_journal(key: &str, bytes: &[u8]) -> Result<Journal, JournalError> {
+    let unreadable = |reason: String| JournalError::Unreadable {
+        key: key.to_owned(),
+        reason,
+    };
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| unreadable(format!("not JSON: {e}")))?;
+    match value.get("journalVersion").and_then(Value::as_u64) {
+        Some(v) if v > u64::from(JOURNAL_VERSION) => {
+            return Err(unreadable(format!(
+                "written by a newer cdkd (journalVersion {v})"
+            )))
+        }
+        Some(_) => {}
+        None => return Err(unreadable("no numeric journalVersion".into())),
+    }
+    serde_json::from_value(value).map_err(|e| unreadable(e.to_string()))
+}
+
+/// Reads, writes and deletes one bucket's journals.
+#[derive(Clone)]
+pub struct JournalStore {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+    keys: StateKeys,
+}
+
+impl JournalStore {
+    pub fn new(client: aws_sdk_s3::Client, bucket: &str, keys: StateKeys) -> Self {
+        JournalStore {
+            client,
+            bucket: bucket.to_owned(),
+            keys,
+        }
+    }
+
+    pub fn key(&self, stack: &str, region: &str) -> String {
+        self.keys.rollback_journal(stack, region)
+    }
+
+    pub async fn load(&self, stack: &str, region: &str) -> Result<Option<Journal>, JournalError> {
+        let key = self.key(stack, region);
+        let out = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if classify(&e) == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(AwsError::call("s3", "GetObject", self.describe(&key), &e).into()),
+        };
+        let body = out.body.collect().await.map_err(|e| {
+            AwsError::Unexpected(format!("reading {} failed: {e}", self.describe(&key)))
+        })?;
+        parse_journal(&key, &body.into_bytes()).map(Some)
+    }
+
+    pub async fn save(&self, journal: &Journal) -> Result<(), JournalError> {
+        let key = self.key(&journal.stack_name, &journal.region);
+        let body = serde_json::to_vec_pretty(journal)
+            .map_err(|e| AwsError::Unexpected(format!("serializing the journal failed: {e}")))?;
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .content_type("application/json")
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(|e| AwsError::call("s3", "PutObject", self.describe(&key), &e))?;
+        Ok(())
+    }
+
+    /// Deletes the journal and purges its noncurrent versions; a failed purge is a warning.
+    pub async fn delete(&self, stack: &str, region: &str) -> Result<(), JournalError> {
+        let key = self.key(stack, region);
+        match self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .send()
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if classify(&e) == ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(AwsError::call("s3", "DeleteObject", self.describe(&key), &e).into())
+            }
+        }
+        let outcome = purge_noncurrent_versions(&self.client, &self.bucket, &key).await;
+        let outcomes = [outcome];
+        if let Some(w) = render_purge_warning(&self.bucket, JOURNAL_OBJECT_DESCRIPTION, &outcomes) {
+            ui::warn(w);
+        }
+        if let Some(w) = ReplicationProbe::shared()
+            .after_purge(
+                &self.client,
+                &self.bucket,
+                "rollback-journal",
+                JOURNAL_OBJECT_DESCRIPTION,
+                &outcomes,
+            )
+            .await
+        {
+            ui::warn(w);
+        }
+        Ok(())
+    }
+
+    fn describe(&self, key: &str) -> String {
+        format!("s3://{}/{key}", self.bucket)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(id: &str, kind: OpKind) -> Operation {
+        Operation {
+            kind,
+            logical_id: id.into(),
+            resource_type: "AWS::SQS::Queue".into(),
+            physical_id: Some(format!("{id}-new")),
+            previous: None,
+            previous_resource_type: None,
+            old_resource_retained: None,
+            old_deleted_before_create: None,
+            extra: Map::new(),
+        }
+    }
+
+    #[test]
+    fn journal_round_trips_with_spec_field_names() {
+        let mut j = Journal::new("S", "us-east-1");
+        j.segments.push(Segment {
+            reason: reason::NO_ROLLBACK.into(),
+            written_at: 1,
+            operations: vec![op("Q", OpKind::Create)],
+            failed_operations: vec![FailedOperation {
+                kind: OpKind::Create,
+                logical_id: "P".into(),
+                resource_type: "AWS::SSM::Parameter".into(),
+                physical_id: None,
+                previous: None,
+                attempted_properties: Some(Map::new()),
+                error: Some("boom".into()),
+                extra: Map::new(),
+            }],
+            superseded_logical_ids: Vec::new(),
+            extra: Map::new(),
+        });
+        let text = serde_json::to_string(&j).unwrap();
+        for field in [
+            "\"journalVersion\":1",
+            "\"segments\"",
+            "\"operations\"",
+            "\"failedOperations\"",
+            "\"attemptedProperties\"",
+            "\"reason\":\"no-rollback\"",
+            "\"kind\":\"CREATE\"",
+        ] {
+            assert!(text.contains(field), "{field} in {text}");
+        }
+        assert_eq!(parse_journal("k", text.as_bytes()).unwrap(), j);
+    }
+
+    #[test]
+    fn popping_a_segment_supersedes_its_ids_on_the_older_one() {
+        let mut j = Journal::new("S", "r");
+        for (i, id) in ["A", "B"].iter().enumerate() {
+            j.segments.push(Segment {
+                reason: reason::AUTO_ROLLBACK.into(),
+                written_at: i as u64,
+                operations: vec![op(id, OpKind::Update)],
+                failed_operations: Vec::new(),
+                superseded_logical_ids: Vec::new(),
+                extra: Map::new(),
+            });
+        }
+        let popped = j.pop_segment().unwrap();
+        assert_eq!(popped.operations[0].logical_id, "B");
+        assert_eq!(j.segments[0].superseded_logical_ids, vec!["B".to_string()]);
+        assert!(parse_journal("k", br#"{"journalVersion": 9}"#).is_err());
+        assert!(parse_journal("k", br#"{"segments": []}"#).is_err());
+    }
+
+    #[test]
+    fn a_replacement_is_an_update_of_another_physical_id() {
+        let mut o = op("Q", OpKind::Update);
+        assert!(!o.is_replacement());
+        o.previous = Some(ResourceState {
+            physical_id: Some("Q-old".into()),
+            ..ResourceState::default()
+        });
+        assert!(o.is_replacement());
+        o.previous = Some(ResourceState {
+            physical_id: Some("Q-new".into()),
+            ..ResourceState::default()
+        });
+        assert!(!o.is_replacement());
+    }
+}
