@@ -11,6 +11,9 @@ pub const CDKD_STATE_BUCKET: &str = "CDKD_STATE_BUCKET";
 pub const CDKD_STATE_PREFIX: &str = "CDKD_STATE_PREFIX";
 /// A 12-digit account id used when STS cannot answer (AWS::AccountId fallback).
 pub const AWS_ACCOUNT_ID: &str = "AWS_ACCOUNT_ID";
+/// How long (whole seconds) a deploy waits for a custom resource's handler to answer
+/// (default 3600, CloudFormation's hour).
+pub const CDKD_CUSTOM_RESOURCE_TIMEOUT: &str = "CDKD_CUSTOM_RESOURCE_TIMEOUT";
 
 /// Set for the app: where it writes the cloud assembly.
 pub const CDK_OUTDIR: &str = "CDK_OUTDIR";

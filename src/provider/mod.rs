@@ -7,7 +7,9 @@
 //! (identifiers, create-only, write-only, read-only properties) both routes rely on.
 
 pub mod cloudcontrol;
+pub mod custom;
 pub mod naming;
+pub mod non_provisionable;
 pub mod props;
 mod registry;
 pub mod routing;

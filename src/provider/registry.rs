@@ -1,8 +1,15 @@
 //! Routing: which provider serves a type, decided once and recorded as `provisionedBy`.
+//!
+//! SDK providers first (by exact type), then the custom-resource provider for
+//! `AWS::CloudFormation::CustomResource` and every `Custom::*` type (recorded `sdk`, as the
+//! spec says: "not Cloud Control"), then Cloud Control for every type the schema snapshot lists
+//! that Cloud Control can provision. Anything else is refused before anything is created.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::custom::is_custom_type;
+use super::non_provisionable::is_non_provisionable;
 use super::schema;
 use super::Provider;
 
@@ -23,10 +30,20 @@ impl Route {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{logical_id}: resource type {resource_type} is not supported: cdkd has no SDK provider for it and the Cloud Control API does not list it; nothing was created")]
+#[error("{logical_id}: resource type {resource_type} is not supported: cdkd has no SDK provider for it and {}; nothing was created", why(*.non_provisionable))]
 pub struct UnsupportedType {
     pub logical_id: String,
     pub resource_type: String,
+    /// The schema snapshot knows the type, but Cloud Control cannot provision it.
+    pub non_provisionable: bool,
+}
+
+fn why(non_provisionable: bool) -> &'static str {
+    if non_provisionable {
+        "the Cloud Control API cannot provision it (its registry schema has no handlers)"
+    } else {
+        "the Cloud Control API does not list it"
+    }
 }
 
 /// SDK providers by type, with Cloud Control as the fallback for every type the schema
@@ -34,6 +51,7 @@ pub struct UnsupportedType {
 #[derive(Default, Clone)]
 pub struct Registry {
     sdk: HashMap<&'static str, Arc<dyn Provider>>,
+    custom: Option<Arc<dyn Provider>>,
     cloud_control: Option<Arc<dyn Provider>>,
 }
 
@@ -50,32 +68,54 @@ impl Registry {
         self
     }
 
+    /// Registers the provider of `AWS::CloudFormation::CustomResource` and `Custom::*`.
+    pub fn with_custom(mut self, provider: Arc<dyn Provider>) -> Self {
+        self.custom = Some(provider);
+        self
+    }
+
     pub fn with_cloud_control(mut self, provider: Arc<dyn Provider>) -> Self {
         self.cloud_control = Some(provider);
         self
     }
 
-    /// The route for a type: SDK first, Cloud Control for any type the registry schemas list
-    /// (custom resources are routed by the engine before this is asked).
+    /// The route for a type: SDK (custom resources included) first, Cloud Control for any
+    /// provisionable type the registry schemas list.
     pub fn route(&self, logical_id: &str, resource_type: &str) -> Result<Route, UnsupportedType> {
-        if self.sdk.contains_key(resource_type) {
+        if self.sdk_provider(resource_type).is_some() {
             return Ok(Route::Sdk);
         }
-        if self.cloud_control.is_some() && schema::schema_for(resource_type).is_some() {
+        let known = schema::schema_for(resource_type).is_some();
+        let non_provisionable = known && is_non_provisionable(resource_type);
+        if self.cloud_control.is_some() && known && !non_provisionable {
             return Ok(Route::CloudControl);
         }
         Err(UnsupportedType {
             logical_id: logical_id.to_owned(),
             resource_type: resource_type.to_owned(),
+            non_provisionable,
         })
+    }
+
+    fn sdk_provider(&self, resource_type: &str) -> Option<Arc<dyn Provider>> {
+        match self.sdk.get(resource_type) {
+            Some(p) => Some(p.clone()),
+            None if is_custom_type(resource_type) => self.custom.clone(),
+            None => None,
+        }
     }
 
     /// The provider for a route; `pin` forces a route recorded in state (`provisionedBy`).
     pub fn provider(&self, resource_type: &str, route: Route) -> Option<Arc<dyn Provider>> {
         match route {
-            Route::Sdk => self.sdk.get(resource_type).cloned(),
+            Route::Sdk => self.sdk_provider(resource_type),
             Route::CloudControl => self.cloud_control.clone(),
         }
+    }
+
+    /// Whether custom resources have a provider.
+    pub fn serves_custom_resources(&self) -> bool {
+        self.custom.is_some()
     }
 
     /// Every type with an SDK provider, sorted (for the routing table in the docs).

@@ -1,17 +1,40 @@
 //! The routing table users read in docs/routing.md, rendered from the registry itself so the
 //! document cannot drift from the binary (a test compares them).
 
-use super::{schema, sdk, Registry};
+use std::sync::Arc;
 
-/// The registry cdkd deploys with: every SDK provider, Cloud Control for the rest.
+use super::custom::wait_condition::{WaitConditionHandleProvider, WaitConditionProvider};
+use super::custom::{CustomResourceProvider, CustomResourceResponses};
+use super::non_provisionable::NON_PROVISIONABLE_TYPES;
+use super::{is_skipped_type, schema, sdk, Registry, NON_RESOURCE_TYPES};
+
+/// The registry with every provider; custom resources have nowhere to answer, so each is
+/// refused with an error saying so (use [`deploy_registry`] to deploy them).
 pub fn default_registry() -> Registry {
+    registry_with(CustomResourceProvider::new(None))
+}
+
+/// The registry `cdkd deploy` uses: custom-resource handlers answer into `responses` (the
+/// state bucket), waiting at most `CDKD_CUSTOM_RESOURCE_TIMEOUT` (an hour by default).
+pub fn deploy_registry(responses: CustomResourceResponses) -> Registry {
+    registry_with(
+        CustomResourceProvider::new(Some(responses))
+            .with_timeout(super::custom::timeout_from_env()),
+    )
+}
+
+/// Every SDK provider, the wait-condition types, `custom` for custom resources, Cloud Control
+/// for the rest.
+pub fn registry_with(custom: CustomResourceProvider) -> Registry {
     let mut registry = Registry::new();
     for provider in sdk::all() {
         registry = registry.with_sdk(provider);
     }
-    registry.with_cloud_control(std::sync::Arc::new(
-        super::cloudcontrol::CloudControlProvider::new(),
-    ))
+    registry
+        .with_sdk(Arc::new(WaitConditionHandleProvider))
+        .with_sdk(Arc::new(WaitConditionProvider))
+        .with_custom(Arc::new(custom))
+        .with_cloud_control(Arc::new(super::cloudcontrol::CloudControlProvider::new()))
 }
 
 /// docs/routing.md, as Markdown.
@@ -29,11 +52,37 @@ pub fn routing_table(registry: &Registry) -> String {
     for t in &sdk_types {
         out.push_str(&format!("| `{t}` | SDK |\n"));
     }
+    if registry.serves_custom_resources() {
+        out.push_str(
+            "| `AWS::CloudFormation::CustomResource`, every `Custom::*` | custom resource: the \
+             ServiceToken's Lambda function or SNS topic (recorded as `sdk`) |\n",
+        );
+    }
+    for t in NON_RESOURCE_TYPES {
+        out.push_str(&format!("| `{t}` | skipped (not a resource) |\n"));
+    }
+    let refused: Vec<&str> = NON_PROVISIONABLE_TYPES
+        .iter()
+        .copied()
+        .filter(|t| registry.route("x", t).is_err() && !is_skipped_type(t))
+        .collect();
+    let cloud_control = schema::known_types()
+        .filter(|t| matches!(registry.route("x", t), Ok(super::Route::CloudControl)))
+        .count();
     out.push_str(&format!(
-        "| every other type in the schema snapshot ({} of {total}, {}) | Cloud Control |\n",
-        total.saturating_sub(sdk_types.len()),
+        "| every other type in the schema snapshot ({cloud_control} of {total}, {}) | Cloud Control |\n",
         schema::source().unwrap_or("unknown source")
     ));
+    out.push_str(&format!(
+        "\n## Refused: not provisionable through Cloud Control\n\n\
+         These {} types have no handlers in their registry schema (DescribeType reports them\n\
+         NON_PROVISIONABLE) and no cdkd provider, so a template declaring one is refused before\n\
+         anything is created.\n\n",
+        refused.len()
+    ));
+    for t in refused {
+        out.push_str(&format!("- `{t}`\n"));
+    }
     out
 }
 
@@ -67,7 +116,31 @@ mod tests {
             r.route("B", "AWS::Events::EventBus").expect("routed"),
             super::super::Route::CloudControl
         );
-        let err = r.route("X", "Custom::Nope").expect_err("refused");
-        assert!(err.to_string().contains("Custom::Nope is not supported"));
+        let err = r.route("X", "Nope::Not::Known").expect_err("refused");
+        assert!(err
+            .to_string()
+            .contains("Nope::Not::Known is not supported"));
+        let err = r
+            .route("P", "AWS::CodeBuild::Project")
+            .expect_err("refused");
+        assert!(err.to_string().contains("cannot provision it"), "{err}");
+    }
+
+    #[test]
+    fn custom_resources_and_wait_conditions_route_to_cdkd_providers() {
+        let r = default_registry();
+        for t in [
+            "AWS::CloudFormation::CustomResource",
+            "Custom::Anything",
+            "AWS::CloudFormation::WaitConditionHandle",
+            "AWS::CloudFormation::WaitCondition",
+        ] {
+            assert_eq!(
+                r.route("C", t).expect("routed"),
+                super::super::Route::Sdk,
+                "{t}"
+            );
+            assert!(r.provider(t, super::super::Route::Sdk).is_some(), "{t}");
+        }
     }
 }
