@@ -7,6 +7,7 @@
 //! overridden, because emulators and most S3-compatible stores cannot serve virtual-hosted names.
 
 mod errors;
+pub mod trace;
 
 pub use errors::{classify, error_code, AwsError, ErrorKind};
 
@@ -42,6 +43,9 @@ impl Clients {
         }
         if let Some(region) = &options.region {
             loader = loader.region(Region::new(region.clone()));
+        }
+        if let Some(traced) = trace::http_client() {
+            loader = loader.http_client(traced);
         }
         let mut base = loader.load().await;
         if let Some(role_arn) = &options.role_arn {
@@ -120,6 +124,11 @@ impl Clients {
 
     pub fn secretsmanager(&self, region: Option<&str>) -> aws_sdk_secretsmanager::Client {
         aws_sdk_secretsmanager::Client::new(&self.config(region))
+    }
+
+    /// EC2, for `Fn::GetAZs` (DescribeAvailabilityZones).
+    pub fn ec2(&self, region: Option<&str>) -> aws_sdk_ec2::Client {
+        aws_sdk_ec2::Client::new(&self.config(region))
     }
 
     pub fn cloudcontrol(&self, region: Option<&str>) -> aws_sdk_cloudcontrol::Client {

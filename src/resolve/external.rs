@@ -18,6 +18,7 @@
 //!   in the producer's region (same account) or refused (cross account); the
 //!   NoEcho mask `***` is refused.
 
+mod azs;
 mod fetch;
 mod imports;
 mod stack_output;
@@ -48,6 +49,9 @@ pub use stack_output::{parse_role_arn, OutputSource, RoleArnParts, StackOutputVa
 /// One role's credentials, assumed at most once at a time.
 type RoleSlot = Arc<OnceCell<stack_output::Assumed>>;
 
+/// One region's availability zones, described at most once.
+type AzSlot = Arc<OnceCell<Result<Vec<String>, LookupError>>>;
+
 /// What the NoEcho / custom-resource redaction persists in place of a value.
 pub const REDACTION_MASK: &str = "***";
 
@@ -62,6 +66,8 @@ pub struct ExternalReader {
     /// Producer bucket → its region.
     producer_bucket_regions: Mutex<HashMap<String, String>>,
     assume_role_calls: AtomicUsize,
+    /// Region → its availability zones (`Fn::GetAZs`).
+    azs: Mutex<HashMap<String, AzSlot>>,
 }
 
 impl ExternalReader {
@@ -80,6 +86,7 @@ impl ExternalReader {
             roles: Mutex::new(HashMap::new()),
             producer_bucket_regions: Mutex::new(HashMap::new()),
             assume_role_calls: AtomicUsize::new(0),
+            azs: Mutex::new(HashMap::new()),
         }
     }
 

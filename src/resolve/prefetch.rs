@@ -61,7 +61,8 @@ pub struct PrefetchedLookup {
     dynamic: DynamicCache,
     imports: Mutex<HashMap<String, Result<ImportedValue, LookupError>>>,
     outputs: Mutex<HashMap<OutputKey, Result<StackOutputValue, LookupError>>>,
-    azs: Mutex<IndexMap<String, Option<Vec<String>>>>,
+    /// Region → its zones (`None` until fetched or supplied).
+    azs: Mutex<IndexMap<String, Option<Result<Vec<String>, LookupError>>>>,
     recorded_imports: Mutex<Vec<StateImportEntry>>,
     recorded_reads: Mutex<Vec<StateOutputReadEntry>>,
     /// (expression, plaintext leaf) pairs, and every plaintext.
@@ -176,14 +177,17 @@ impl PrefetchedLookup {
             scan.wanted
         };
         {
-            let mut azs = self.azs.lock().unwrap_or_else(|p| p.into_inner());
+            let mut azs = lock(&self.azs);
             for r in wanted.az_regions {
                 azs.entry(r).or_insert(None);
             }
         }
         let names: Vec<String> = wanted.imports.into_iter().collect();
         let requests: Vec<(StackOutputRequest, bool)> = wanted.outputs.into_values().collect();
-        let mut futures: Vec<BoxFuture<'_, ()>> = vec![Box::pin(self.fetch_imports(&names))];
+        let mut futures: Vec<BoxFuture<'_, ()>> = vec![
+            Box::pin(self.fetch_imports(&names)),
+            Box::pin(self.fetch_availability_zones()),
+        ];
         for (req, literal) in &requests {
             futures.push(Box::pin(self.fetch_stack_output(req, *literal)));
         }
@@ -199,6 +203,25 @@ impl PrefetchedLookup {
             .map(|r| r.fetch_key(self.ctx.region()))
             .collect();
         self.dynamic.ensure(&self.reader, keys).await;
+    }
+
+    /// Describes the availability zones of every `Fn::GetAZs` region the
+    /// scan found whose zones are not known yet (the reader asks EC2 once
+    /// per region for the whole deploy).
+    pub async fn fetch_availability_zones(&self) {
+        let regions = self.wanted_availability_zone_regions();
+        let futures: Vec<BoxFuture<'_, (String, Result<Vec<String>, LookupError>)>> = regions
+            .into_iter()
+            .map(|r| {
+                Box::pin(async move {
+                    let zones = self.reader.availability_zones(&r).await;
+                    (r, zones)
+                }) as BoxFuture<'_, _>
+            })
+            .collect();
+        for (region, zones) in join_all(futures).await {
+            lock(&self.azs).insert(region, Some(zones));
+        }
     }
 
     /// Fetches the given `Fn::ImportValue` names not fetched yet.
@@ -301,7 +324,7 @@ impl PrefetchedLookup {
     }
 
     pub fn set_availability_zones(&self, region: impl Into<String>, zones: Vec<String>) {
-        lock(&self.azs).insert(region.into(), Some(zones));
+        lock(&self.azs).insert(region.into(), Some(Ok(zones)));
     }
 
     /// The dynamic-reference cache (for an engine that fetches on its own).
@@ -337,7 +360,7 @@ impl ExternalLookup for PrefetchedLookup {
 
     fn availability_zones(&self, region: &str) -> Result<Vec<String>, LookupError> {
         match lock(&self.azs).get(region) {
-            Some(Some(zones)) => Ok(zones.clone()),
+            Some(Some(zones)) => zones.clone(),
             _ => Err(LookupError::NotAvailable(format!(
                 "the availability zones of {region}"
             ))),
