@@ -34,3 +34,13 @@ pub const AWS_ENDPOINT_URL_S3: &str = "AWS_ENDPOINT_URL_S3";
 
 /// Disables colour in human output (https://no-color.org).
 pub const NO_COLOR: &str = "NO_COLOR";
+
+/// When set, every AWS call and resource operation is appended to this file as JSON lines
+/// (used by scripts/bench to count the calls on the critical path).
+pub const CDKD_TRACE_FILE: &str = "CDKD_TRACE_FILE";
+/// `plain` forces one line per event even on a terminal (no redrawn progress bar).
+pub const CDKD_PROGRESS: &str = "CDKD_PROGRESS";
+/// `dumb` turns the progress bar off.
+pub const TERM: &str = "TERM";
+/// The terminal width the progress bar fits into.
+pub const COLUMNS: &str = "COLUMNS";

@@ -140,6 +140,39 @@ pub struct DeployArgs {
     /// Print the deploy result (outputs) as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Compute and print the plan only: no lock, no state write, no AWS change.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Which changes need a confirmation before they are made (a prompt on a terminal;
+    /// elsewhere pass --yes).
+    #[arg(long, value_enum, default_value_t = RequireApproval::Never)]
+    pub require_approval: RequireApproval,
+    /// Write the stacks' outputs to this file as JSON ({"Stack": {"Key": "value"}}).
+    #[arg(long, value_name = "FILE")]
+    pub outputs_file: Option<PathBuf>,
+    /// When the new resource of a replacement cannot be created beside the old one (its name
+    /// is taken), delete the old one first and create again.
+    #[arg(long)]
+    pub replace: bool,
+    /// Exit 0 even when resources were left unaddressed (kept in state, not deleted).
+    #[arg(long)]
+    pub allow_unaddressed: bool,
+    /// Fail a resource whose Fn::GetAtt names an attribute its provider did not report,
+    /// instead of falling back to reading it.
+    #[arg(long)]
+    pub strict_getatt: bool,
+}
+
+/// `--require-approval`: which changes need a confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum RequireApproval {
+    /// Never ask.
+    #[default]
+    Never,
+    /// Ask before any change.
+    AnyChange,
+    /// Ask before a replacement or a deletion.
+    Destructive,
 }
 
 #[derive(Debug, Args)]

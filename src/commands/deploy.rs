@@ -1,27 +1,55 @@
 //! `cdkd deploy`: deploy the selected stacks (and, unless --exclusively, the stacks they
-//! depend on) in dependency order, each against its own state record.
+//! depend on), each against its own state record.
 //!
-//! Stacks run one after another in dependency order (--stack-concurrency is accepted; stacks do
-//! not run concurrently yet). A stack whose dependency failed is skipped. Exit status 1 when any
-//! stack was refused or any resource failed.
+//! Stacks run in parallel up to `--stack-concurrency`: a stack starts once every selected
+//! stack it depends on has deployed; a stack whose dependency failed (or was skipped) is
+//! skipped. `--dry-run` prints each stack's plan with no lock and no write. Exit status: 1
+//! when any stack was refused, failed or skipped; otherwise 2 when resources were left
+//! unaddressed (unless `--allow-unaddressed`); otherwise 0.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 use super::{require_complete, select_stacks, Session};
+use crate::assembly::StackArtifact;
 use crate::aws::{ClientOptions, Clients};
-use crate::cli::DeployArgs;
+use crate::cli::{DeployArgs, RequireApproval};
 use crate::engine::deploy::{
-    default_registry, deploy_stack, DeployEnv, DeployOptions, StackReport, StackTarget,
+    default_registry, deploy_stack, dry_run, Approve, DeployEnv, DeployOptions, StackReport,
+    StackTarget, Tally,
 };
 use crate::error::{Error, ExitStatus, Result};
-use crate::resolve::{NoExternalLookup, ParameterOverride};
+use crate::resolve::{ExternalReader, NoExternalLookup, ParameterOverride};
 use crate::state::exports::ExportIndexStore;
 use crate::ui;
+use crate::ui::deploy_report::{self, StackCounts};
+use crate::ui::progress::{bar_suits_stderr, Progress};
+use crate::ui::prompt::ApprovalGate;
+
+/// How one stack ended.
+enum StackOutcome {
+    Deployed(Box<StackReport>, Duration),
+    /// Refused or stopped before provisioning (the message names why).
+    Failed(String),
+    /// Not attempted: a stack it depends on did not deploy.
+    Skipped,
+    /// Not started: the deploy was interrupted.
+    NotStarted,
+}
+
+impl StackOutcome {
+    fn is_success(&self) -> bool {
+        matches!(self, StackOutcome::Deployed(r, _) if r.is_success())
+    }
+}
 
 pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
+    let began = Instant::now();
     let mut parameters = Vec::new();
     for p in &args.parameters {
         let Some(parsed) = ParameterOverride::parse(p) else {
@@ -33,7 +61,10 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     }
     let assembly = session.assembly().await?;
     require_complete(&assembly)?;
-    let stacks = select_stacks(&assembly, &args.selection, !args.exclusively)?;
+    let stacks: Vec<StackArtifact> = select_stacks(&assembly, &args.selection, !args.exclusively)?
+        .into_iter()
+        .cloned()
+        .collect();
     if stacks.is_empty() {
         ui::info("The app has no stacks; nothing to deploy");
         return Ok(ExitStatus::Success);
@@ -55,97 +86,258 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         backend.bucket(),
         backend.keys().clone(),
     ));
-    let env = DeployEnv {
+    // Cross-stack reads (exports index, state scan, CloudFormation unless
+    // --no-cfn-fallback) and dynamic references, fetched before each stack resolves.
+    let reader = Arc::new(
+        ExternalReader::new(clients.clone(), backend.clone(), Some(exports.clone()))
+            .with_cfn_fallback(!args.no_cfn_fallback),
+    );
+    let env = Arc::new(DeployEnv {
         clients: clients.clone(),
         backend,
         registry: Arc::new(default_registry()),
         exports,
         external: Arc::new(NoExternalLookup),
+        reader: Some(reader),
         account_id: account_id.clone(),
-    };
-    let options = DeployOptions {
+    });
+    let mut options = DeployOptions {
         concurrency: args.concurrency as usize,
         parameters,
         force_stateful_recreation: args.force_stateful_recreation,
         no_wait: args.no_wait,
         cancel: Some(cancel_on_ctrl_c()),
+        no_rollback: args.no_rollback,
+        replace: args.replace,
+        strict_getatt: args.strict_getatt,
+        ..DeployOptions::default()
     };
 
-    let mut failed_ids: Vec<&str> = Vec::new();
+    if args.dry_run {
+        return dry_run_all(&env, &stacks, &options).await;
+    }
+
+    let progress = Arc::new(Progress::new(bar_suits_stderr()));
+    options.progress = Some(progress.clone());
+    if args.require_approval != RequireApproval::Never {
+        let gate: Arc<dyn Approve> =
+            Arc::new(ApprovalGate::new(args.require_approval, session_yes(session)));
+        options.approval = Some(gate);
+    }
+
+    let outcomes = deploy_all(
+        env,
+        &stacks,
+        options,
+        args.stack_concurrency as usize,
+        &progress,
+    )
+    .await;
+    progress.clear();
+
+    let mut counts = StackCounts::default();
+    let mut tally = Tally::default();
     let mut any_failure = false;
+    let mut unaddressed = 0usize;
     let mut json = Map::new();
-    for stack in &stacks {
-        let name = stack.stack_name.as_str();
-        if let Some(dep) = stack
-            .dependencies
-            .iter()
-            .find(|d| failed_ids.contains(&d.as_str()))
-        {
-            ui::error(format!(
-                "{name}: skipped: the stack it depends on ({dep}) did not deploy"
-            ));
-            failed_ids.push(&stack.artifact_id);
-            any_failure = true;
-            continue;
-        }
-        let outcome = deploy_one(&env, stack, &account_id, &options).await;
+    let mut outputs_file = Map::new();
+    for outcome in &outcomes {
         match outcome {
-            Ok(report) => {
-                summarize(&report);
+            StackOutcome::Deployed(report, _) => {
+                add_tally(&mut tally, &report.tally);
                 if !report.is_success() {
+                    counts.failed += 1;
                     any_failure = true;
-                    failed_ids.push(&stack.artifact_id);
+                } else if report.changed {
+                    counts.deployed += 1;
+                } else {
+                    counts.unchanged += 1;
                 }
+                unaddressed += report.unaddressed.len();
                 let mut entry = Map::new();
-                entry.insert("outputs".into(), Value::Object(report.outputs));
-                json.insert(name.to_owned(), Value::Object(entry));
+                entry.insert("outputs".into(), Value::Object(report.outputs.clone()));
+                json.insert(report.stack_name.clone(), Value::Object(entry));
+                outputs_file.insert(
+                    report.stack_name.clone(),
+                    Value::Object(report.outputs.clone()),
+                );
             }
-            Err(e) => {
-                ui::error(format!("{name}: {e}"));
+            StackOutcome::Failed(_) => {
+                counts.failed += 1;
                 any_failure = true;
-                failed_ids.push(&stack.artifact_id);
+            }
+            StackOutcome::Skipped | StackOutcome::NotStarted => {
+                counts.skipped += 1;
+                any_failure = true;
             }
         }
+    }
+    deploy_report::print(&[deploy_report::closing(counts, &tally, began.elapsed())]);
+    if let Some(path) = &args.outputs_file {
+        write_outputs_file(path, &outputs_file)?;
     }
     if args.json {
         ui::output(serde_json::to_string_pretty(&Value::Object(json)).unwrap_or_default());
     }
-    Ok(if any_failure {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    })
+    if any_failure {
+        return Ok(ExitStatus::Failure);
+    }
+    if unaddressed > 0 && !args.allow_unaddressed {
+        ui::error(format!(
+            "{unaddressed} resource(s) were left unaddressed (see above); pass \
+             --allow-unaddressed to accept that and exit 0"
+        ));
+        return Ok(ExitStatus::Partial);
+    }
+    Ok(ExitStatus::Success)
 }
 
-async fn deploy_one(
+/// `--yes` / `-y`, the global answer to every confirmation.
+fn session_yes(session: &Session) -> bool {
+    session.settings.yes
+}
+
+fn add_tally(total: &mut Tally, t: &Tally) {
+    total.created += t.created;
+    total.updated += t.updated;
+    total.replaced += t.replaced;
+    total.deleted += t.deleted;
+    total.unchanged += t.unchanged;
+    total.failed += t.failed;
+    total.skipped += t.skipped;
+}
+
+/// Deploys `stacks` (in dependency order), up to `limit` at once, each as soon as the
+/// selected stacks it depends on have deployed. Outcomes come back in `stacks` order; each
+/// stack's summary is printed as it finishes.
+async fn deploy_all(
+    env: Arc<DeployEnv>,
+    stacks: &[StackArtifact],
+    options: DeployOptions,
+    limit: usize,
+    progress: &Progress,
+) -> Vec<StackOutcome> {
+    let index: HashMap<&str, usize> = stacks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.artifact_id.as_str(), i))
+        .collect();
+    let deps: Vec<Vec<usize>> = stacks
+        .iter()
+        .map(|s| {
+            s.dependencies
+                .iter()
+                .filter_map(|d| index.get(d.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let mut outcomes: Vec<Option<StackOutcome>> = stacks.iter().map(|_| None).collect();
+    let mut started = vec![false; stacks.len()];
+    let mut running: JoinSet<(usize, StackOutcome)> = JoinSet::new();
+    let cancelled = || options.cancel.as_ref().is_some_and(|c| *c.borrow());
+
+    loop {
+        for i in 0..stacks.len() {
+            if started[i] || outcomes[i].is_some() {
+                continue;
+            }
+            let failed_dep = deps[i]
+                .iter()
+                .find(|&&d| outcomes[d].as_ref().is_some_and(|o| !o.is_success()));
+            if let Some(&d) = failed_dep {
+                ui::error(format!(
+                    "{}: skipped: the stack it depends on ({}) did not deploy",
+                    stacks[i].stack_name, stacks[d].stack_name
+                ));
+                outcomes[i] = Some(StackOutcome::Skipped);
+                continue;
+            }
+            if !deps[i].iter().all(|&d| outcomes[d].is_some()) {
+                continue;
+            }
+            if cancelled() {
+                ui::error(format!(
+                    "{}: not started: the deploy was interrupted",
+                    stacks[i].stack_name
+                ));
+                outcomes[i] = Some(StackOutcome::NotStarted);
+                continue;
+            }
+            if running.len() >= limit.max(1) {
+                continue;
+            }
+            started[i] = true;
+            let (env, stack, options) = (env.clone(), stacks[i].clone(), options.clone());
+            running.spawn(async move {
+                let t0 = Instant::now();
+                let outcome = match deploy_one(&env, &stack, &options).await {
+                    Ok(report) => StackOutcome::Deployed(Box::new(report), t0.elapsed()),
+                    Err(e) => StackOutcome::Failed(e),
+                };
+                (i, outcome)
+            });
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        match joined {
+            Ok((i, outcome)) => {
+                progress.clear();
+                match &outcome {
+                    StackOutcome::Deployed(report, elapsed) => {
+                        deploy_report::print(&deploy_report::stack_summary(report, *elapsed))
+                    }
+                    StackOutcome::Failed(e) => {
+                        ui::error(format!("{}: {e}", stacks[i].stack_name))
+                    }
+                    StackOutcome::Skipped | StackOutcome::NotStarted => {}
+                }
+                outcomes[i] = Some(outcome);
+            }
+            Err(e) => {
+                // A panicking stack task is a bug; its stack is reported as failed below.
+                tracing::error!("a stack deployment task panicked: {e}");
+            }
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| StackOutcome::Failed("did not finish".into())))
+        .collect()
+}
+
+/// The region a stack deploys to, or why it cannot deploy.
+fn stack_region(
     env: &DeployEnv,
-    stack: &crate::assembly::StackArtifact,
-    account_id: &str,
-    options: &DeployOptions,
-) -> std::result::Result<StackReport, String> {
+    stack: &StackArtifact,
+) -> std::result::Result<String, String> {
     if let Some(pinned) = stack.environment.account.as_deref() {
-        if pinned != account_id {
+        if pinned != env.account_id {
             return Err(format!(
-                "the stack targets account {pinned}, but the credentials are for account \
-                 {account_id}; nothing was changed"
+                "the stack targets account {pinned}, but the credentials are for account {}; \
+                 nothing was changed",
+                env.account_id
             ));
         }
     }
-    let region = match stack
+    stack
         .environment
         .region
         .clone()
         .or_else(|| env.clients.default_region())
-    {
-        Some(r) => r,
-        None => {
-            return Err(
-                "no region: the stack does not pin one and none is configured (--region, \
-                 AWS_REGION or the profile)"
-                    .into(),
-            )
-        }
-    };
+        .ok_or_else(|| {
+            "no region: the stack does not pin one and none is configured (--region, \
+             AWS_REGION or the profile)"
+                .into()
+        })
+}
+
+async fn deploy_one(
+    env: &DeployEnv,
+    stack: &StackArtifact,
+    options: &DeployOptions,
+) -> std::result::Result<StackReport, String> {
+    let region = stack_region(env, stack)?;
     ui::info(format!("Deploying {} ({region})", stack.display_name));
     let target = StackTarget {
         stack_name: &stack.stack_name,
@@ -157,40 +349,61 @@ async fn deploy_one(
         .map_err(|e| e.to_string())
 }
 
-fn summarize(report: &StackReport) {
-    let name = &report.stack_name;
-    if !report.changed {
-        ui::info(format!("{name}: no changes; nothing was written"));
-        return;
-    }
-    if report.is_success() {
-        ui::info(format!("{name}: deployed ({})", report.tally.describe()));
-        if !report.outputs.is_empty() {
-            ui::info("Outputs:");
-            for (key, value) in &report.outputs {
-                let shown = match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
+/// `--dry-run`: every stack's plan, one after another; nothing is locked or written.
+async fn dry_run_all(
+    env: &DeployEnv,
+    stacks: &[StackArtifact],
+    options: &DeployOptions,
+) -> Result<ExitStatus> {
+    let mut any_failure = false;
+    for stack in stacks {
+        let planned = match stack_region(env, stack) {
+            Ok(region) => {
+                let target = StackTarget {
+                    stack_name: &stack.stack_name,
+                    region: &region,
+                    template_file: &stack.template_file,
                 };
-                ui::info(format!("  {name}.{key} = {shown}"));
+                dry_run(env, &target, options)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e),
+        };
+        match planned {
+            Ok(plan) => deploy_report::print(&deploy_report::dry_run(
+                &plan.stack_name,
+                &plan.region,
+                &plan.describe,
+                &plan.changes,
+            )),
+            Err(e) => {
+                ui::error(format!("{}: {e}", stack.stack_name));
+                any_failure = true;
             }
         }
-        return;
     }
-    ui::error(format!(
-        "{name}: deploy failed ({}); what was created is kept in state (automatic rollback is \
-         not available in this build)",
-        report.tally.describe()
-    ));
-    for (id, message) in &report.failures {
-        ui::error(format!("  {id}: {message}"));
+    ui::info("Dry run: nothing was locked, written or changed.");
+    Ok(if any_failure {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// Writes `{"Stack": {"OutputKey": "value"}}` like `cdk deploy --outputs-file`.
+fn write_outputs_file(path: &std::path::Path, outputs: &Map<String, Value>) -> Result<()> {
+    let text = serde_json::to_string_pretty(&Value::Object(outputs.clone())).unwrap_or_default();
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            context: format!("--outputs-file {}: cannot create its directory", path.display()),
+            source,
+        })?;
     }
-    if !report.cancelled.is_empty() {
-        ui::error(format!(
-            "  interrupted before starting: {}",
-            report.cancelled.join(", ")
-        ));
-    }
+    std::fs::write(path, text + "\n").map_err(|source| Error::Io {
+        context: format!("--outputs-file {}: cannot write the outputs", path.display()),
+        source,
+    })
 }
 
 /// A flag that flips on the first Ctrl-C: the walk starts nothing new and lets what runs

@@ -3,6 +3,10 @@
 //! stdout carries only what a command produces (templates, lists, JSON) so it can be piped;
 //! progress, warnings and errors go to stderr.
 
+pub mod deploy_report;
+pub mod progress;
+pub mod prompt;
+
 use std::io::IsTerminal;
 
 use crate::env;
@@ -31,15 +35,15 @@ pub fn colour_enabled() -> bool {
 }
 
 pub fn warn(message: impl AsRef<str>) {
-    eprintln!("warning: {}", message.as_ref());
+    progress::print_line(&format!("warning: {}", message.as_ref()));
 }
 
 pub fn error(message: impl AsRef<str>) {
-    eprintln!("error: {}", message.as_ref());
+    progress::print_line(&format!("error: {}", message.as_ref()));
 }
 
 pub fn info(message: impl AsRef<str>) {
-    eprintln!("{}", message.as_ref());
+    progress::print_line(message.as_ref());
 }
 
 /// Prints data to stdout.

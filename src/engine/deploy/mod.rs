@@ -14,6 +14,7 @@
 mod book;
 mod changes;
 mod delete;
+mod dry_run;
 mod execute;
 mod lookup;
 mod outputs;
@@ -29,7 +30,8 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 pub use changes::{diff_properties, is_stateful, values_equal};
-pub use report::{Action, Done, Tally};
+pub use dry_run::{dry_run, DryRun};
+pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 
 use crate::aws::Clients;
 use crate::engine::walk::{walk, WalkOptions};
@@ -89,6 +91,15 @@ pub struct DeployOptions {
     pub no_wait: bool,
     /// Flips to `true` on Ctrl-C: no new operation starts.
     pub cancel: Option<watch::Receiver<bool>>,
+    /// Where resource events go (lines and a progress bar); `None` prints plain lines.
+    pub progress: Option<Arc<crate::ui::progress::Progress>>,
+    /// Asked after the plan, before any change (`--require-approval`).
+    pub approval: Option<Arc<dyn Approve>>,
+    /// `--replace`: a replacement whose new resource cannot be created beside the old one
+    /// deletes the old one first.
+    pub replace: bool,
+    /// `--strict-getatt`: an attribute the provider did not report fails the resource.
+    pub strict_getatt: bool,
 }
 
 /// The stack to deploy.
@@ -114,6 +125,13 @@ pub struct StackReport {
     pub skipped: Vec<String>,
     /// Resources not started because the deploy was interrupted.
     pub cancelled: Vec<String>,
+    /// Every finished operation with its start and end, in completion order.
+    pub resources: Vec<Done>,
+    /// The chain of resources that bounded the provisioning's wall time.
+    pub critical_path: CriticalChain,
+    /// (logical id, why) of resources the deploy could not address and left as they are
+    /// (kept in state or in AWS): exit 2 unless `--allow-unaddressed`.
+    pub unaddressed: Vec<(String, String)>,
 }
 
 impl StackReport {
@@ -204,6 +222,13 @@ async fn deploy_locked(
     }
     report.changed = true;
     ui::info(format!("{stack} ({region}): {}", plan.describe()));
+    if let Some(gate) = &options.approval {
+        gate.approve(stack, &plan.changes)
+            .map_err(DeployError::Refused)?;
+    }
+    if let Some(p) = &options.progress {
+        p.add_total(plan.planned.len());
+    }
 
     let previous_outputs = state.outputs.clone().unwrap_or_default();
     let book = StateBook::new(env.backend.clone(), stack, region, state, etag, from_legacy);
@@ -232,23 +257,32 @@ async fn deploy_locked(
 
     let tracker = prepared.graph.ready_tracker(Direction::Deploy);
     let task_run = run.clone();
+    let progress = options.progress.clone();
     let outcome = walk(tracker, walk_options(), move |id| {
         let run = task_run.clone();
+        let progress = progress.clone();
         async move {
-            let result = execute::provision(run, id).await;
-            match &result {
-                Ok(done) if done.action != Action::Unchanged => ui::info(done.line(None)),
-                Ok(_) => {}
-                Err((done, e)) => ui::info(done.line(Some(e))),
-            }
-            result
+            let deps = run
+                .planned
+                .get(&id)
+                .map(|p| p.dependencies.clone())
+                .unwrap_or_default();
+            let stack = run.stack.clone();
+            let operation = execute::provision(run, id.clone());
+            observe(&stack, &id, &deps, progress.as_deref(), operation).await
         }
     })
     .await;
     let deploy_ok = outcome.is_success();
     absorb(&mut report, outcome);
-    for id in &report.skipped {
-        ui::info(format!("  - {id} skipped: a resource it depends on failed"));
+    report.critical_path = CriticalChain::of(&prepared.graph, &report.resources);
+    match &options.progress {
+        Some(p) => p.not_run(stack, &report.skipped, "skipped: a resource it depends on failed"),
+        None => {
+            for id in &report.skipped {
+                ui::info(format!("  - {id} skipped: a resource it depends on failed"));
+            }
+        }
     }
 
     // The delete half: removed resources only after a clean walk; the old resources of
@@ -289,6 +323,10 @@ async fn deploy_locked(
                 record.resource_type,
                 record.physical_id.as_deref().unwrap_or("no physical id")
             ));
+            report.unaddressed.push((
+                id.clone(),
+                format!("the old {} was left in AWS, untracked", record.resource_type),
+            ));
         } else {
             doomed.insert(
                 id,
@@ -317,9 +355,11 @@ fn absorb(
 ) {
     for (_, done) in outcome.completed {
         report.tally.add(done.action);
+        report.resources.push(done);
     }
     for (id, (done, message)) in outcome.failed {
         report.tally.add(done.action);
+        report.resources.push(done);
         report.failures.push((id, message));
     }
     report.tally.skipped += outcome.skipped.len();
