@@ -120,8 +120,10 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     let progress = Arc::new(Progress::new(bar_suits_stderr()));
     options.progress = Some(progress.clone());
     if args.require_approval != RequireApproval::Never {
-        let gate: Arc<dyn Approve> =
-            Arc::new(ApprovalGate::new(args.require_approval, session_yes(session)));
+        let gate: Arc<dyn Approve> = Arc::new(ApprovalGate::new(
+            args.require_approval,
+            session_yes(session),
+        ));
         options.approval = Some(gate);
     }
 
@@ -287,9 +289,7 @@ async fn deploy_all(
                     StackOutcome::Deployed(report, elapsed) => {
                         deploy_report::print(&deploy_report::stack_summary(report, *elapsed))
                     }
-                    StackOutcome::Failed(e) => {
-                        ui::error(format!("{}: {e}", stacks[i].stack_name))
-                    }
+                    StackOutcome::Failed(e) => ui::error(format!("{}: {e}", stacks[i].stack_name)),
                     StackOutcome::Skipped | StackOutcome::NotStarted => {}
                 }
                 outcomes[i] = Some(outcome);
@@ -307,10 +307,7 @@ async fn deploy_all(
 }
 
 /// The region a stack deploys to, or why it cannot deploy.
-fn stack_region(
-    env: &DeployEnv,
-    stack: &StackArtifact,
-) -> std::result::Result<String, String> {
+fn stack_region(env: &DeployEnv, stack: &StackArtifact) -> std::result::Result<String, String> {
     if let Some(pinned) = stack.environment.account.as_deref() {
         if pinned != env.account_id {
             return Err(format!(
@@ -396,12 +393,18 @@ fn write_outputs_file(path: &std::path::Path, outputs: &Map<String, Value>) -> R
     let text = serde_json::to_string_pretty(&Value::Object(outputs.clone())).unwrap_or_default();
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-            context: format!("--outputs-file {}: cannot create its directory", path.display()),
+            context: format!(
+                "--outputs-file {}: cannot create its directory",
+                path.display()
+            ),
             source,
         })?;
     }
     std::fs::write(path, text + "\n").map_err(|source| Error::Io {
-        context: format!("--outputs-file {}: cannot write the outputs", path.display()),
+        context: format!(
+            "--outputs-file {}: cannot write the outputs",
+            path.display()
+        ),
         source,
     })
 }

@@ -140,7 +140,11 @@ pub fn closing(counts: StackCounts, tally: &Tally, elapsed: Duration) -> Line {
     let plural = |n: usize| if n == 1 { "stack" } else { "stacks" };
     let mut parts = Vec::new();
     if counts.deployed > 0 {
-        parts.push(format!("{} {} deployed", counts.deployed, plural(counts.deployed)));
+        parts.push(format!(
+            "{} {} deployed",
+            counts.deployed,
+            plural(counts.deployed)
+        ));
     }
     if counts.unchanged > 0 {
         parts.push(format!("{} unchanged", counts.unchanged));

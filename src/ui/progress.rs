@@ -98,7 +98,8 @@ impl Progress {
     pub fn finished(&self, stack: &str, done: &Done, error: Option<&str>) {
         {
             let mut c = self.counts();
-            c.running.remove(&(stack.to_owned(), done.logical_id.clone()));
+            c.running
+                .remove(&(stack.to_owned(), done.logical_id.clone()));
             c.finished += 1;
             if done.action == Action::Failed {
                 c.failed += 1;
@@ -133,7 +134,12 @@ impl Progress {
             bar.push_str(&" ".repeat(width - filled - 1));
         }
         let running: Vec<&str> = c.running.iter().map(|(_, id)| id.as_str()).collect();
-        let mut inflight = running.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+        let mut inflight = running
+            .iter()
+            .take(3)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
         if running.len() > 3 {
             inflight.push_str(&format!(" +{}", running.len() - 3));
         }
@@ -151,7 +157,9 @@ impl Progress {
         if !inflight.is_empty() {
             text.push_str(&format!(" | {inflight}"));
         }
-        text.chars().take(terminal_width().saturating_sub(1)).collect()
+        text.chars()
+            .take(terminal_width().saturating_sub(1))
+            .collect()
     }
 
     fn redraw(&self) {

@@ -88,7 +88,9 @@ impl Approve for ApprovalGate {
             ));
         }
         let _one_at_a_time = self.asking.lock().unwrap_or_else(|p| p.into_inner());
-        super::info(format!("{stack}: these changes need approval (--require-approval {level}):"));
+        super::info(format!(
+            "{stack}: these changes need approval (--require-approval {level}):"
+        ));
         for line in describe(self.level, changes) {
             super::info(line);
         }
@@ -144,11 +146,11 @@ mod tests {
             asking: Mutex::new(()),
         };
         let err = gate.approve("S", &delete).unwrap_err();
-        assert!(err.contains("--yes") && err.contains("destructive"), "{err}");
-        let gate = ApprovalGate {
-            yes: true,
-            ..gate
-        };
+        assert!(
+            err.contains("--yes") && err.contains("destructive"),
+            "{err}"
+        );
+        let gate = ApprovalGate { yes: true, ..gate };
         assert!(gate.approve("S", &delete).is_ok());
     }
 }

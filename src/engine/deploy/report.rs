@@ -182,9 +182,7 @@ impl CriticalChain {
                 .find(|d| d.logical_id == id && d.did_work())
                 .map(|d| d.elapsed)
         };
-        let path = graph.critical_path(Direction::Deploy, |id| {
-            timed(id).unwrap_or(Duration::ZERO)
-        });
+        let path = graph.critical_path(Direction::Deploy, |id| timed(id).unwrap_or(Duration::ZERO));
         let links: Vec<ChainLink> = path
             .ids
             .iter()
