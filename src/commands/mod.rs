@@ -4,6 +4,7 @@
 
 mod bootstrap;
 mod deploy;
+mod destroy;
 mod force_unlock;
 mod list;
 mod orphan_state;
@@ -143,6 +144,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
     let session = Session::new(settings);
     match &cli.command {
         Command::Deploy(args) => deploy::run(&session, args).await,
+        Command::Destroy(args) => destroy::run(&session, args).await,
         Command::Synth(args) => synth::run(&session, args).await,
         Command::List(args) => list::run(&session, args).await,
         Command::Bootstrap(args) => bootstrap::run(&session, args).await,

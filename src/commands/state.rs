@@ -16,9 +16,7 @@ pub async fn run(session: &Session, command: &StateCommand) -> Result<ExitStatus
         StateCommand::Resources(args) => resources(session, args).await,
         StateCommand::Show(args) => show(session, args).await,
         StateCommand::Orphan(args) => super::orphan_state::run(session, args).await,
-        StateCommand::Destroy(_) => Err(Error::NotImplemented {
-            command: "state destroy",
-        }),
+        StateCommand::Destroy(args) => super::destroy::run_state(session, args).await,
     }
 }
 

@@ -2,4 +2,5 @@
 //! built on [`walk`], so every command gets the same scheduling, failure and cancellation rules.
 
 pub mod deploy;
+pub mod destroy;
 pub mod walk;

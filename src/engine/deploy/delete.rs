@@ -15,7 +15,7 @@ use super::lookup::record_provider;
 use super::report::{Action, Done};
 use crate::engine::walk::{walk, WalkOptions, WalkOutcome};
 use crate::plan::{DependencyGraph, Direction, RecordNode};
-use crate::provider::{ResourceRequest, Route};
+use crate::provider::{ProviderContext, Registry, ResourceRequest, Route};
 use crate::state::ResourceState;
 use crate::ui;
 
@@ -66,50 +66,71 @@ pub(super) async fn delete_all(
 async fn delete_one(run: &Run, id: &str, doomed: &Doomed) -> Result<Done, (Done, String)> {
     let started = Instant::now();
     let rec = &doomed.record;
-    let found = record_provider(&run.registry, rec);
+    if doomed.removed && rec.retains_on_delete() {
+        let route = record_provider(&run.registry, rec)
+            .map(|(r, _)| r)
+            .unwrap_or(Route::CloudControl);
+        run.book.put(id, None).await;
+        return Ok(Done::new(id, &rec.resource_type, route).with(Action::Retained, started));
+    }
+    let ctx = run.provider_context();
+    let (route, result) = delete_recorded(&run.registry, &ctx, id, rec).await;
+    let done = Done::new(id, &rec.resource_type, route);
+    match result {
+        Ok(()) if doomed.removed => {
+            run.book.put(id, None).await;
+            Ok(done.with(Action::Deleted, started))
+        }
+        Ok(()) => Ok(done.with(Action::OldDeleted, started)),
+        Err(message) => Err((done.with(Action::Failed, started), message)),
+    }
+}
+
+/// The CDK's bucket-emptying custom resource (`autoDeleteObjects: true`).
+pub(crate) const AUTO_DELETE_OBJECTS_TYPE: &str = "Custom::S3AutoDeleteObjects";
+
+/// Deletes the AWS resource a record names, through the provider that serves it (its recorded
+/// `provisionedBy` first), and says which route it took. The one per-resource delete of both
+/// the delete half of a deploy and `cdkd destroy`, so a type-specific delete rule added here
+/// applies to both. A record with no physical id has nothing in AWS to address and succeeds; a
+/// resource already gone is success (every provider treats not-found so).
+pub(crate) async fn delete_recorded(
+    registry: &Registry,
+    ctx: &ProviderContext<'_>,
+    id: &str,
+    rec: &ResourceState,
+) -> (Route, Result<(), String>) {
+    let found = record_provider(registry, rec);
     let route = found
         .as_ref()
         .map(|(r, _)| *r)
         .unwrap_or(Route::CloudControl);
-    let done = Done::new(id, &rec.resource_type, route);
-    if doomed.removed && rec.retains_on_delete() {
-        run.book.put(id, None).await;
-        return Ok(done.with(Action::Retained, started));
-    }
     let Some(physical_id) = rec.physical_id.as_deref() else {
-        // Nothing in AWS can be addressed; the record alone goes.
-        if doomed.removed {
-            run.book.put(id, None).await;
-        }
-        return Ok(done.with(Action::Deleted, started));
+        return (route, Ok(()));
     };
+    if rec.resource_type == AUTO_DELETE_OBJECTS_TYPE {
+        // The CDK's autoDeleteObjects handler would empty the bucket; cdkd's bucket delete
+        // does that itself for an opted-in bucket, so the handler is not invoked (an
+        // unreachable handler would otherwise hold the delete for the custom-resource timeout).
+        return (route, Ok(()));
+    }
     let Some((_, provider)) = found else {
         let message = format!(
             "no provider can delete type {}: cdkd has no SDK provider for it and the Cloud \
              Control API does not list it",
             rec.resource_type
         );
-        return Err((done.with(Action::Failed, started), message));
+        return (route, Err(message));
     };
-    let ctx = run.provider_context();
     let req = ResourceRequest {
         logical_id: id,
         resource_type: &rec.resource_type,
         properties: &rec.properties,
         client_token: None,
     };
-    match provider.delete(&ctx, &req, physical_id).await {
-        Ok(()) => {
-            if doomed.removed {
-                run.book.put(id, None).await;
-                Ok(done.with(Action::Deleted, started))
-            } else {
-                Ok(done.with(Action::OldDeleted, started))
-            }
-        }
-        Err(e) => {
-            let message = provider_message(&e, id, &rec.resource_type);
-            Err((done.with(Action::Failed, started), message))
-        }
-    }
+    let result = provider
+        .delete(ctx, &req, physical_id)
+        .await
+        .map_err(|e| provider_message(&e, id, &rec.resource_type));
+    (route, result)
 }

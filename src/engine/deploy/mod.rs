@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 pub use changes::{diff_properties, is_stateful, values_equal};
+pub(crate) use delete::delete_recorded;
 pub use dry_run::{dry_run, DryRun};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 

@@ -1,0 +1,288 @@
+//! `cdkd destroy` (stacks picked from the app) and `cdkd state destroy` (one stack by name, no
+//! app): confirm, then destroy each stack from its state record, dependents before the stacks
+//! they depend on.
+//!
+//! Exit status: 0 when every stack is gone (or had no record), 2 when a destroy deleted part of
+//! a stack and kept the trimmed record (a re-run finishes it), 1 when a stack was refused or
+//! could not be started.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::orphan_state::confirm;
+use super::state::stack_region;
+use super::{select_stacks, Session};
+use crate::aws::{ClientOptions, Clients};
+use crate::cli::{DestroyArgs, StateDestroyArgs};
+use crate::engine::deploy::default_registry;
+use crate::engine::destroy::{
+    destroy_stack, DestroyEnv, DestroyOptions, DestroyReport, DestroyTarget,
+};
+use crate::error::{Error, ExitStatus, Result};
+use crate::state::exports::ExportIndexStore;
+use crate::ui;
+
+/// One stack to destroy, with the artifact ids of the selected stacks that depend on it.
+struct Planned {
+    name: String,
+    region: String,
+    artifact_id: String,
+    dependencies: Vec<String>,
+}
+
+pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
+    let assembly = session.assembly().await?;
+    let stacks = select_stacks(&assembly, &args.selection, false)?;
+    if stacks.is_empty() {
+        ui::info("The app has no stacks; nothing to destroy");
+        return Ok(ExitStatus::Success);
+    }
+    let clients = Arc::new(load_clients(session).await);
+    let mut planned = Vec::new();
+    for stack in &stacks {
+        let region = stack
+            .environment
+            .region
+            .clone()
+            .or_else(|| clients.default_region())
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "{}: no region: the stack does not pin one and none is configured \
+                     (--region, AWS_REGION or the profile)",
+                    stack.display_name
+                ))
+            })?;
+        planned.push(Planned {
+            name: stack.stack_name.clone(),
+            region,
+            artifact_id: stack.artifact_id.clone(),
+            dependencies: stack.dependencies.clone(),
+        });
+    }
+    // Dependents first: the selection comes dependencies-first.
+    planned.reverse();
+    let names: Vec<String> = planned
+        .iter()
+        .map(|p| format!("{} ({})", p.name, p.region))
+        .collect();
+    if !args.force {
+        confirm(
+            session,
+            &format!(
+                "Destroy {}? Every resource recorded in their state is deleted.",
+                names.join(", ")
+            ),
+        )?;
+    }
+    let env = connect(session, clients).await?;
+    let account = env.account_id.clone();
+    for stack in &stacks {
+        if let Some(pinned) = stack.environment.account.as_deref() {
+            if pinned != account {
+                return Err(Error::Usage(format!(
+                    "{}: the stack targets account {pinned}, but the credentials are for \
+                     account {account}; nothing was deleted",
+                    stack.display_name
+                )));
+            }
+        }
+    }
+    let options = DestroyOptions {
+        concurrency: args.concurrency as usize,
+        cancel: Some(cancel_on_ctrl_c()),
+    };
+
+    let mut status = ExitStatus::Success;
+    let mut unfinished: Vec<&Planned> = Vec::new();
+    for stack in &planned {
+        // A stack is kept while a selected stack that depends on it is still there.
+        if let Some(dependent) = unfinished
+            .iter()
+            .find(|d| d.dependencies.contains(&stack.artifact_id))
+        {
+            ui::error(format!(
+                "{}: skipped: {} depends on it and was not destroyed",
+                stack.name, dependent.name
+            ));
+            status = worst(status, ExitStatus::Partial);
+            unfinished.push(stack);
+            continue;
+        }
+        let target = DestroyTarget {
+            stack_name: &stack.name,
+            region: &stack.region,
+        };
+        let outcome = destroy_one(&env, &target, &options).await;
+        if outcome != ExitStatus::Success {
+            unfinished.push(stack);
+        }
+        status = worst(status, outcome);
+    }
+    Ok(status)
+}
+
+/// `cdkd state destroy <stack>`: the same destroy, from the state record alone.
+pub async fn run_state(session: &Session, args: &StateDestroyArgs) -> Result<ExitStatus> {
+    let clients = Arc::new(load_clients(session).await);
+    let env = connect(session, clients).await?;
+    let region = stack_region(
+        session,
+        &env.backend,
+        &args.stack,
+        args.stack_region.as_deref(),
+    )
+    .await?;
+    if !args.force {
+        confirm(
+            session,
+            &format!(
+                "Destroy {} ({region})? Every resource its state records is deleted.",
+                args.stack
+            ),
+        )?;
+    }
+    let options = DestroyOptions {
+        concurrency: 10,
+        cancel: Some(cancel_on_ctrl_c()),
+    };
+    let target = DestroyTarget {
+        stack_name: &args.stack,
+        region: &region,
+    };
+    Ok(destroy_one(&env, &target, &options).await)
+}
+
+async fn load_clients(session: &Session) -> Clients {
+    let settings = &session.settings;
+    Clients::load(&ClientOptions {
+        region: settings.region.clone(),
+        profile: settings.profile.clone(),
+        role_arn: settings.role_arn.clone(),
+    })
+    .await
+}
+
+async fn connect(session: &Session, clients: Arc<Clients>) -> Result<DestroyEnv> {
+    let account_id = clients.account_id().await?;
+    let backend = Arc::new(session.state_backend().await?);
+    let exports = Arc::new(ExportIndexStore::new(
+        backend.client().clone(),
+        backend.bucket(),
+        backend.keys().clone(),
+    ));
+    Ok(DestroyEnv {
+        clients,
+        backend,
+        registry: Arc::new(default_registry()),
+        exports,
+        account_id,
+    })
+}
+
+/// Destroys one stack and prints its outcome; returns its exit status.
+async fn destroy_one(
+    env: &DestroyEnv,
+    target: &DestroyTarget<'_>,
+    options: &DestroyOptions,
+) -> ExitStatus {
+    let (name, region) = (target.stack_name, target.region);
+    ui::info(format!("Destroying {name} ({region})"));
+    match destroy_stack(env, target, options).await {
+        Ok(report) => summarize(&report),
+        Err(e) => {
+            ui::error(format!("{name}: {e}"));
+            ExitStatus::Failure
+        }
+    }
+}
+
+fn summarize(report: &DestroyReport) -> ExitStatus {
+    let (name, region) = (&report.stack_name, &report.region);
+    if report.no_state {
+        ui::info(format!(
+            "{name}: no state record in {region}; nothing to destroy"
+        ));
+        return ExitStatus::Success;
+    }
+    let mut counts = vec![format!("{} deleted", report.deleted.len())];
+    if !report.retained.is_empty() {
+        counts.push(format!(
+            "{} retained by DeletionPolicy ({})",
+            report.retained.len(),
+            report.retained.join(", ")
+        ));
+    }
+    if report.is_success() {
+        ui::info(format!("{name}: destroyed ({})", counts.join(", ")));
+        return ExitStatus::Success;
+    }
+    counts.push(format!("{} failed", report.failures.len()));
+    if !report.skipped.is_empty() {
+        counts.push(format!("{} skipped", report.skipped.len()));
+    }
+    if !report.cancelled.is_empty() {
+        counts.push(format!("{} not started", report.cancelled.len()));
+    }
+    ui::error(format!(
+        "{name}: destroy incomplete ({}); the state record keeps the {} resource(s) still \
+         recorded: fix the cause and re-run the destroy to finish",
+        counts.join(", "),
+        report.remaining.len()
+    ));
+    for (id, message) in &report.failures {
+        ui::error(format!("  {id}: {message}"));
+    }
+    ExitStatus::Partial
+}
+
+/// The more severe of two statuses: a failure outranks a partial destroy.
+fn worst(a: ExitStatus, b: ExitStatus) -> ExitStatus {
+    let rank = |s: ExitStatus| match s {
+        ExitStatus::Success => 0,
+        ExitStatus::Partial => 1,
+        ExitStatus::Failure | ExitStatus::Blocked => 2,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// Flips on the first Ctrl-C: no new delete starts and those in flight finish and are
+/// recorded. A second Ctrl-C exits at once.
+fn cancel_on_ctrl_c() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            ui::warn("interrupted: finishing the deletes in flight, starting no more");
+            let _ = tx.send(true);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_outranks_a_partial_destroy() {
+        assert_eq!(
+            worst(ExitStatus::Success, ExitStatus::Partial),
+            ExitStatus::Partial
+        );
+        assert_eq!(
+            worst(ExitStatus::Partial, ExitStatus::Failure),
+            ExitStatus::Failure
+        );
+        assert_eq!(
+            worst(ExitStatus::Failure, ExitStatus::Partial),
+            ExitStatus::Failure
+        );
+    }
+}

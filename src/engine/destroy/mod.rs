@@ -1,0 +1,345 @@
+//! Destroying one stack from its state record alone (the app, when there is one, only picks
+//! the stacks and their regions): under the stack lock, refuse what the spec refuses, delete
+//! every resource dependents-first along the recorded graph, then remove the record.
+//!
+//! - refusals: a damaged record (its code, e.g. `STATE_RESOURCES_MALFORMED`), a record whose
+//!   body names another region than its key while it still lists resources
+//!   (`STATE_REGION_MISMATCH`), and a producer another stack still imports from
+//!   (`StackHasActiveImportsError`, [`scan`]);
+//! - the walk: recorded dependencies, references left in the recorded properties and the
+//!   implicit delete edges ([`crate::plan::DELETE_RULES`]), independent branches in parallel
+//!   through [`crate::engine::walk`]; each delete goes through the deploy's per-resource delete
+//!   ([`crate::engine::deploy::delete_recorded`]); `DeletionPolicy: Retain` /
+//!   `RetainExceptOnCreate` keep the resource (its record goes with the wholesale delete);
+//! - state: [`book`] saves the trimmed record after every delete; success removes the ledger,
+//!   the journal and the record ([`cleanup`]) and the stack's exports-index entries; a partial
+//!   destroy keeps the trimmed record, and a re-run continues from it.
+
+mod book;
+mod cleanup;
+pub mod scan;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use indexmap::IndexMap;
+use tokio::sync::watch;
+
+pub use cleanup::CleanupError;
+pub use scan::{Consumer, ScanError};
+
+use crate::aws::Clients;
+use crate::engine::deploy::{delete_recorded, Action, Done};
+use crate::engine::walk::{walk, WalkOptions};
+use crate::error::Error;
+use crate::plan::{DependencyGraph, Direction, RecordNode};
+use crate::provider::{ProviderContext, Registry, Route};
+use crate::resolve::partition_for_region;
+use crate::state::backend::{BackendError, S3Backend};
+use crate::state::exports::ExportIndexStore;
+use crate::state::lock::{default_owner, HeldLock, LockManager, DEFAULT_LOCK_TTL};
+use crate::state::{ResourceState, StateError};
+use crate::ui;
+use book::DestroyBook;
+
+/// What every stack of one destroy shares.
+pub struct DestroyEnv {
+    pub clients: Arc<Clients>,
+    pub backend: Arc<S3Backend>,
+    pub registry: Arc<Registry>,
+    pub exports: Arc<ExportIndexStore>,
+    pub account_id: String,
+}
+
+/// The options of one destroy.
+#[derive(Clone, Default)]
+pub struct DestroyOptions {
+    /// Deletes at once (at least 1).
+    pub concurrency: usize,
+    /// Flips to `true` on Ctrl-C: no new delete starts.
+    pub cancel: Option<watch::Receiver<bool>>,
+}
+
+/// A destroy refused, or stopped before it could finish its bookkeeping.
+#[derive(Debug, thiserror::Error)]
+pub enum DestroyError {
+    /// A record cdkd refuses to delete from (malformed, or its body's region disagrees).
+    #[error("{}: {}; nothing was deleted", .0.code(), .0)]
+    State(StateError),
+    /// The strong-reference scan found consumers.
+    #[error("StackHasActiveImportsError: cannot destroy stack {stack} ({region}): {}; destroy those stacks first, or deploy them without these Fn::ImportValue references (Fn::GetStackOutput reads do not block a destroy); nothing was deleted", consumers.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("; "))]
+    ActiveImports {
+        stack: String,
+        region: String,
+        consumers: Vec<Consumer>,
+    },
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    #[error(transparent)]
+    Cleanup(#[from] CleanupError),
+    #[error(transparent)]
+    Other(Box<Error>),
+}
+
+impl From<Error> for DestroyError {
+    fn from(e: Error) -> Self {
+        DestroyError::Other(Box::new(e))
+    }
+}
+
+/// What a stack's destroy did.
+#[derive(Debug, Clone, Default)]
+pub struct DestroyReport {
+    pub stack_name: String,
+    pub region: String,
+    /// There was no record: nothing was done.
+    pub no_state: bool,
+    /// Deleted (or found already gone), in completion order.
+    pub deleted: Vec<String>,
+    /// Kept in AWS by their DeletionPolicy.
+    pub retained: Vec<String>,
+    /// (logical id, error) of each failed delete.
+    pub failures: Vec<(String, String)>,
+    /// Not attempted because a resource that must go first failed.
+    pub skipped: Vec<String>,
+    /// Not started because the destroy was interrupted.
+    pub cancelled: Vec<String>,
+    /// After a partial destroy: what the kept record still lists.
+    pub remaining: Vec<String>,
+}
+
+impl DestroyReport {
+    pub fn is_success(&self) -> bool {
+        self.failures.is_empty() && self.skipped.is_empty() && self.cancelled.is_empty()
+    }
+}
+
+/// The stack to destroy.
+pub struct DestroyTarget<'a> {
+    pub stack_name: &'a str,
+    pub region: &'a str,
+}
+
+/// Destroys one stack under its lock.
+pub async fn destroy_stack(
+    env: &DestroyEnv,
+    target: &DestroyTarget<'_>,
+    options: &DestroyOptions,
+) -> Result<DestroyReport, DestroyError> {
+    let locks = LockManager::new(
+        env.backend.client().clone(),
+        env.backend.bucket(),
+        env.backend.keys().clone(),
+    );
+    let lock = locks
+        .acquire_with_retry(
+            target.stack_name,
+            target.region,
+            &default_owner(),
+            Some("destroy"),
+            DEFAULT_LOCK_TTL,
+        )
+        .await
+        .map_err(Error::from)?;
+    let result = destroy_locked(env, target, options, &lock).await;
+    lock.release_and_warn().await;
+    result
+}
+
+/// Everything the delete tasks of one stack share.
+struct Run {
+    clients: Arc<Clients>,
+    backend: Arc<S3Backend>,
+    exports: Arc<ExportIndexStore>,
+    registry: Arc<Registry>,
+    records: IndexMap<String, ResourceState>,
+    book: DestroyBook,
+    stack: String,
+    region: String,
+    account_id: String,
+    partition: String,
+}
+
+async fn destroy_locked(
+    env: &DestroyEnv,
+    target: &DestroyTarget<'_>,
+    options: &DestroyOptions,
+    lock: &HeldLock,
+) -> Result<DestroyReport, DestroyError> {
+    let (stack, region) = (target.stack_name, target.region);
+    let mut report = DestroyReport {
+        stack_name: stack.to_owned(),
+        region: region.to_owned(),
+        ..DestroyReport::default()
+    };
+    let loaded = env.backend.load(stack, region).await.map_err(|e| match e {
+        BackendError::State(e) => DestroyError::State(e),
+        other => Error::from(other).into(),
+    })?;
+    let Some(loaded) = loaded else {
+        report.no_state = true;
+        return Ok(report);
+    };
+    for w in &loaded.parsed.warnings {
+        ui::warn(w);
+    }
+    loaded
+        .parsed
+        .ensure_deletable()
+        .map_err(DestroyError::State)?;
+    let state = loaded.parsed.state;
+
+    // The strong-reference check reads the outputs as loaded, before any delete.
+    if state.outputs.as_ref().is_some_and(|o| !o.is_empty()) {
+        let consumers = scan::active_consumers(&env.backend, stack, region).await?;
+        if !consumers.is_empty() {
+            return Err(DestroyError::ActiveImports {
+                stack: stack.to_owned(),
+                region: region.to_owned(),
+                consumers,
+            });
+        }
+    }
+
+    let from_legacy = loaded.parsed.from_legacy_key;
+    let legacy_key = from_legacy.then(|| loaded.key.clone());
+    let records = state.resources.clone();
+    let graph = DependencyGraph::from_records(
+        stack,
+        records.iter().map(|(id, r)| RecordNode {
+            logical_id: id,
+            resource_type: &r.resource_type,
+            physical_id: r.physical_id.as_deref(),
+            properties: Some(&r.properties),
+            dependencies: r.dependencies.as_deref().unwrap_or(&[]),
+        }),
+    )
+    .map_err(Error::from)?;
+    let run = Arc::new(Run {
+        clients: env.clients.clone(),
+        backend: env.backend.clone(),
+        exports: env.exports.clone(),
+        registry: env.registry.clone(),
+        records,
+        book: DestroyBook::new(env.backend.clone(), state, loaded.etag, from_legacy),
+        stack: stack.to_owned(),
+        region: region.to_owned(),
+        account_id: env.account_id.clone(),
+        partition: partition_for_region(region).name.to_owned(),
+    });
+    if !run.records.is_empty() {
+        ui::info(format!(
+            "{stack} ({region}): deleting {} resource(s)",
+            run.records.len()
+        ));
+    }
+    let task_run = run.clone();
+    let outcome = walk(
+        graph.ready_tracker(Direction::Delete),
+        WalkOptions {
+            concurrency: options.concurrency.max(1),
+            cancel: options.cancel.clone(),
+            events: None,
+        },
+        move |id| {
+            let run = task_run.clone();
+            async move {
+                let result = destroy_one(&run, &id).await;
+                match &result {
+                    Ok(done) => ui::info(done.line(None)),
+                    Err((done, e)) => ui::info(done.line(Some(e))),
+                }
+                result
+            }
+        },
+    )
+    .await;
+    for (id, done) in outcome.completed {
+        match done.action {
+            Action::Retained => report.retained.push(id),
+            _ => report.deleted.push(id),
+        }
+    }
+    for (id, (_, message)) in outcome.failed {
+        report.failures.push((id, message));
+    }
+    for id in &outcome.skipped {
+        ui::info(format!(
+            "  - {id} skipped: a resource that must be deleted before it failed"
+        ));
+    }
+    report.skipped = outcome.skipped;
+    report.cancelled = outcome.cancelled;
+
+    if lock.is_lost() {
+        report.failures.push((
+            "(state)".into(),
+            format!(
+                "the lock of {stack} ({region}) was lost during the destroy; the final state \
+                 write was skipped (the per-resource saves stand)"
+            ),
+        ));
+        report.remaining = run.book.remaining().await;
+        return Ok(report);
+    }
+    if report.is_success() {
+        let legacy = match legacy_key {
+            Some(k) if run.book.is_legacy().await => Some(k),
+            _ => None,
+        };
+        cleanup::remove_record(&env.backend, stack, region, legacy.as_deref()).await?;
+        env.exports.remove_stack(region, stack).await;
+        return Ok(report);
+    }
+    if let Err(e) = run.book.preserve().await {
+        report.failures.push((
+            "(state)".into(),
+            format!("the final state write failed: {e}; the per-resource saves stand"),
+        ));
+    }
+    report.remaining = run.book.remaining().await;
+    Ok(report)
+}
+
+/// Deletes one resource (or keeps it, as its DeletionPolicy says) and drops its record.
+async fn destroy_one(run: &Run, id: &str) -> Result<Done, (Done, String)> {
+    let started = Instant::now();
+    let Some(rec) = run.records.get(id) else {
+        let done = Done::new(id, "?", Route::CloudControl);
+        return Err((
+            done.with(Action::Failed, started),
+            "not in the record".into(),
+        ));
+    };
+    if rec.retains_on_delete() {
+        let route = if rec.is_pinned_to_cloud_control()
+            || run
+                .registry
+                .provider(&rec.resource_type, Route::Sdk)
+                .is_none()
+        {
+            Route::CloudControl
+        } else {
+            Route::Sdk
+        };
+        // Kept in every intermediate snapshot; the wholesale record delete drops it.
+        return Ok(Done::new(id, &rec.resource_type, route).with(Action::Retained, started));
+    }
+    let ctx = ProviderContext {
+        clients: &run.clients,
+        stack_name: &run.stack,
+        region: &run.region,
+        account_id: &run.account_id,
+        partition: &run.partition,
+        no_wait: false,
+    };
+    let (route, result) = delete_recorded(&run.registry, &ctx, id, rec).await;
+    let done = Done::new(id, &rec.resource_type, route);
+    match result {
+        Ok(()) => {
+            run.book.remove(id).await;
+            Ok(done.with(Action::Deleted, started))
+        }
+        Err(message) => Err((done.with(Action::Failed, started), message)),
+    }
+}
