@@ -74,7 +74,11 @@ async fn delete_one(run: &Run, id: &str, doomed: &Doomed) -> Result<Done, (Done,
         return Ok(Done::new(id, &rec.resource_type, route).with(Action::Retained, started));
     }
     let ctx = run.provider_context();
-    let (route, result) = delete_recorded(&run.registry, &ctx, id, rec).await;
+    let (route, result) = if super::nested::is_nested(&rec.resource_type) {
+        super::nested::destroy_row(run, id).await
+    } else {
+        delete_recorded(&run.registry, &ctx, id, rec).await
+    };
     let done = Done::new(id, &rec.resource_type, route);
     match result {
         Ok(()) if doomed.removed => {

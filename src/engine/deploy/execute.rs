@@ -37,6 +37,8 @@ pub(super) struct Run {
     pub force_stateful: bool,
     /// Old resources replaced in this run, deleted after the walk.
     pub replaced: Mutex<Vec<(String, ResourceState)>>,
+    /// What nested-stack rows need to deploy their children.
+    pub nested: super::nested::Scope,
 }
 
 impl Run {
@@ -114,6 +116,9 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
 
     let outcome = match (decision, record) {
         (Decision::Unchanged, _) => return Ok(done.with(Action::Unchanged, started)),
+        (_, old) if super::nested::is_nested(&resource_type) => {
+            super::nested::provision(&run, &id, &res, &planned, desired, old).await
+        }
         (Decision::Create, _) => create(&run, &id, &res, &planned, desired, None)
             .await
             .map(|_| Action::Created),

@@ -6,9 +6,10 @@
 //! - [`execute`]: creates, updates and replacements along the graph;
 //! - [`delete`]: removed resources and replaced old ones, dependents first;
 //! - [`book`]: the state writes; [`outputs`]: outputs and export aliases;
-//! - [`report`]: the lines the user sees.
+//! - [`report`]: the lines the user sees;
+//! - [`nested`]: `AWS::CloudFormation::Stack` rows deploy (and delete) their child stack.
 //!
-//! Not in this slice: automatic rollback and the rollback journal, nested stacks, assets,
+//! Not in this slice: automatic rollback and the rollback journal, assets,
 //! custom resources, dynamic references, NoEcho masking, live progress.
 
 mod book;
@@ -17,6 +18,7 @@ mod delete;
 mod dry_run;
 mod execute;
 mod lookup;
+mod nested;
 mod outputs;
 mod plan;
 mod prepare;
@@ -31,6 +33,7 @@ use tokio::sync::watch;
 
 pub use changes::{diff_properties, is_stateful, values_equal};
 pub(crate) use delete::delete_recorded;
+pub(crate) use nested::{destroy_child, is_nested};
 pub use dry_run::{dry_run, DryRun};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 
@@ -73,6 +76,7 @@ impl From<Error> for DeployError {
 }
 
 /// What every stack of one `cdkd deploy` shares.
+#[derive(Clone)]
 pub struct DeployEnv {
     pub clients: Arc<Clients>,
     pub backend: Arc<S3Backend>,
@@ -165,7 +169,7 @@ pub async fn deploy_stack(
         )
         .await
         .map_err(Error::from)?;
-    let result = deploy_locked(env, target, options, &lock).await;
+    let result = deploy_locked(env, target, options, &lock, None).await;
     lock.release_and_warn().await;
     result
 }
@@ -175,6 +179,7 @@ async fn deploy_locked(
     target: &StackTarget<'_>,
     options: &DeployOptions,
     lock: &HeldLock,
+    parent: Option<&nested::ParentLink>,
 ) -> Result<StackReport, DeployError> {
     let (stack, region) = (target.stack_name, target.region);
     let loaded = env.backend.load(stack, region).await.map_err(|e| match e {
@@ -191,6 +196,7 @@ async fn deploy_locked(
         }
         None => (StackState::new(stack, region), None, false),
     };
+    let state = nested::link(state, parent);
     let ctx = ResolveContext::new(stack, region, Some(env.account_id.clone()));
     let prepared = prepare::prepare(
         stack,
@@ -249,6 +255,7 @@ async fn deploy_locked(
         no_wait: options.no_wait,
         force_stateful: options.force_stateful_recreation,
         replaced: Mutex::new(Vec::new()),
+        nested: nested::Scope::new(env, options, target.template_file),
     });
     let walk_options = || WalkOptions {
         concurrency: options.concurrency.max(1),

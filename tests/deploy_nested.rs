@@ -1,0 +1,227 @@
+//! Nested stacks and assets through the `cdkd` binary against the emulator: the committed
+//! fixture assemblies `fixtures/apps/nested` (a parent reading its child's outputs) and
+//! `fixtures/apps/lambda` (a function whose code is a directory asset), each test with its
+//! own state bucket, checked through the AWS SDK and the state records.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::{cdkd, s3_client, sdk_config, sts_client, unique_name};
+
+const REGION: &str = "us-east-1";
+const NESTED_ROW: &str = "ChildNestedStackChildNestedStackResourceC40294CA";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/apps")
+        .join(name)
+        .join("cdk.out")
+}
+
+/// A fresh state bucket made by `cdkd bootstrap`.
+fn bootstrap() -> String {
+    let bucket = unique_name("cdkd-nested");
+    let out = cdkd()
+        .args(["bootstrap", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bucket
+}
+
+/// `cdkd <command> --app DIR --state-bucket B ...`: (exit code, stdout, stderr).
+fn run(command: &str, dir: &Path, bucket: &str, extra: &[&str]) -> (i32, String, String) {
+    let out = cdkd()
+        .current_dir(dir)
+        .arg(command)
+        .args(["--app", dir.to_str().unwrap(), "--state-bucket", bucket])
+        .args(extra)
+        .output()
+        .expect("runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    eprintln!("--- cdkd {command} {extra:?}\n{stderr}");
+    (out.status.code().unwrap_or(-1), stdout, stderr)
+}
+
+fn ok(result: (i32, String, String)) -> (String, String) {
+    let (code, stdout, stderr) = result;
+    assert_eq!(code, 0, "cdkd failed:\n{stderr}");
+    (stdout, stderr)
+}
+
+async fn account() -> String {
+    sts_client()
+        .await
+        .get_caller_identity()
+        .send()
+        .await
+        .expect("sts")
+        .account()
+        .expect("account")
+        .to_owned()
+}
+
+/// The state record of `stack` and its ETag, read straight from the bucket.
+async fn state(bucket: &str, stack: &str) -> Option<(Value, String)> {
+    let key = format!("cdkd/{stack}/{REGION}/state.json");
+    let got = s3_client()
+        .await
+        .get_object()
+        .bucket(bucket)
+        .key(&key)
+        .send()
+        .await
+        .ok()?;
+    let etag = got.e_tag().unwrap_or_default().to_owned();
+    let bytes = got.body.collect().await.expect("body").into_bytes();
+    Some((serde_json::from_slice(&bytes).expect("state json"), etag))
+}
+
+/// The bucket `cdk bootstrap` would have made for the account and region.
+async fn create_cdk_asset_bucket(account: &str) -> String {
+    let name = format!("cdk-hnb659fds-assets-{account}-{REGION}");
+    let s3 = s3_client().await;
+    if s3.head_bucket().bucket(&name).send().await.is_err() {
+        if let Err(e) = s3.create_bucket().bucket(&name).send().await {
+            // Another test of this binary may have made it a moment ago.
+            let text = format!("{e:?}");
+            assert!(
+                text.contains("BucketAlreadyOwnedByYou") || text.contains("BucketAlreadyExists"),
+                "create the CDK asset bucket: {text}"
+            );
+        }
+    }
+    name
+}
+
+/// Copies a fixture assembly into a temp dir (so a test can edit it).
+fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&fixture(name), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[tokio::test]
+async fn nested_fixture_deploys_its_child_and_a_redeploy_changes_nothing() {
+    let bucket = bootstrap();
+    let account = account().await;
+    create_cdk_asset_bucket(&account).await;
+    let dir = copy_fixture("nested");
+    let (stdout, _) = ok(run("deploy", dir.path(), &bucket, &["--json"]));
+
+    // The child: its own record under {parent}~{logicalId}, linked to the parent.
+    let child_name = format!("ParentStack~{NESTED_ROW}");
+    let (child, child_etag) = state(&bucket, &child_name).await.expect("child state");
+    assert_eq!(child["stackName"], child_name.as_str());
+    assert_eq!(child["parentStack"], "ParentStack");
+    assert_eq!(child["parentLogicalId"], NESTED_ROW);
+    assert_eq!(child["parentRegion"], REGION);
+    let queue_url = child["resources"]["Queue4A7E3555"]["physicalId"]
+        .as_str()
+        .expect("queue url")
+        .to_owned();
+    let queue_arn = child["outputs"]["ParentStackChildQueueC61F4DABArn"]
+        .as_str()
+        .expect("child output")
+        .to_owned();
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config().await);
+    let attrs = sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .expect("the child's queue exists");
+    assert_eq!(
+        attrs
+            .attributes()
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
+            .map(String::as_str),
+        Some(queue_arn.as_str())
+    );
+
+    // The parent: the row's cdkd-local ARN and Outputs.<Name> attributes, read by the
+    // parameter and the output through Fn::GetAtt.
+    let (parent, parent_etag) = state(&bucket, "ParentStack").await.expect("parent state");
+    assert!(parent.get("parentStack").is_none());
+    let row = &parent["resources"][NESTED_ROW];
+    assert_eq!(row["resourceType"], "AWS::CloudFormation::Stack");
+    assert_eq!(
+        row["physicalId"],
+        format!("arn:cdkd-local:{REGION}:{account}:nested-stack/ParentStack/{NESTED_ROW}").as_str()
+    );
+    assert_eq!(
+        row["attributes"]["Outputs.ParentStackChildQueueC61F4DABArn"],
+        queue_arn.as_str()
+    );
+    assert!(row["properties"]["TemplateURL"]
+        .as_str()
+        .is_some_and(|u| u
+            .ends_with("41bdeb5ceecaeb5a694712f72ba80dee989bac0dab174583714f90caaea02dc6.json")));
+    let ssm = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let param = ssm
+        .get_parameter()
+        .name("/cdkd/nested/child-queue-arn")
+        .send()
+        .await
+        .expect("the parent's parameter exists");
+    assert_eq!(
+        param.parameter().and_then(|p| p.value()),
+        Some(queue_arn.as_str())
+    );
+    let printed: Value = serde_json::from_str(&stdout).expect("--json output");
+    assert_eq!(
+        printed["ParentStack"]["outputs"]["ChildQueueUrl"],
+        queue_url.as_str()
+    );
+
+    // A second deploy: nothing changes in the parent or the child.
+    let (_, stderr) = ok(run("deploy", dir.path(), &bucket, &[]));
+    assert!(stderr.contains("no changes"), "{stderr}");
+    assert_eq!(state(&bucket, "ParentStack").await.unwrap().1, parent_etag);
+    assert_eq!(state(&bucket, &child_name).await.unwrap().1, child_etag);
+
+    // The row leaves the template: the child is destroyed (its queue and its record).
+    let template_file = dir.path().join("ParentStack.template.json");
+    let mut template: Value =
+        serde_json::from_str(&std::fs::read_to_string(&template_file).unwrap()).unwrap();
+    let resources = template["Resources"].as_object_mut().unwrap();
+    resources.remove(NESTED_ROW);
+    resources.remove("ChildQueueArn70CEC905");
+    template.as_object_mut().unwrap().remove("Outputs");
+    std::fs::write(&template_file, template.to_string()).unwrap();
+    ok(run("deploy", dir.path(), &bucket, &[]));
+    assert!(state(&bucket, &child_name).await.is_none());
+    let (parent, _) = state(&bucket, "ParentStack").await.expect("parent state");
+    assert!(parent["resources"].as_object().unwrap().is_empty());
+    assert!(
+        sqs.get_queue_attributes()
+            .queue_url(&queue_url)
+            .send()
+            .await
+            .is_err(),
+        "the child's queue is deleted"
+    );
+}
