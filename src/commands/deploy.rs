@@ -20,8 +20,7 @@ use crate::assembly::StackArtifact;
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::{DeployArgs, RequireApproval};
 use crate::engine::deploy::{
-    default_registry, deploy_stack, dry_run, Approve, DeployEnv, DeployOptions, StackReport,
-    StackTarget, Tally,
+    deploy_stack, dry_run, Approve, DeployEnv, DeployOptions, StackReport, StackTarget, Tally,
 };
 use crate::error::{Error, ExitStatus, Result};
 use crate::resolve::{ExternalReader, NoExternalLookup, ParameterOverride};
@@ -92,10 +91,12 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         ExternalReader::new(clients.clone(), backend.clone(), Some(exports.clone()))
             .with_cfn_fallback(!args.no_cfn_fallback),
     );
+    // Custom-resource handlers answer into the state bucket.
+    let registry = Arc::new(crate::provider::routing::registry_for(&backend));
     let env = Arc::new(DeployEnv {
         clients: clients.clone(),
         backend,
-        registry: Arc::new(default_registry()),
+        registry,
         exports,
         external: Arc::new(NoExternalLookup),
         reader: Some(reader),

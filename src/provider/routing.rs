@@ -23,6 +23,18 @@ pub fn deploy_registry(responses: CustomResourceResponses) -> Registry {
     )
 }
 
+/// [`deploy_registry`] answering into the state bucket `backend` writes to (its client already
+/// targets the bucket's own region, so the presigned ResponseURL is signed for it). Every
+/// command that creates, updates or deletes resources (deploy, destroy, rollback) needs this
+/// one, or custom resources are refused.
+pub fn registry_for(backend: &crate::state::backend::S3Backend) -> Registry {
+    deploy_registry(CustomResourceResponses::new(
+        backend.client().clone(),
+        backend.bucket(),
+        backend.keys().prefix(),
+    ))
+}
+
 /// Every SDK provider, the wait-condition types, `custom` for custom resources, Cloud Control
 /// for the rest.
 pub fn registry_with(custom: CustomResourceProvider) -> Registry {
