@@ -593,3 +593,163 @@ async fn wait_condition_handle_and_countless_wait_condition() {
     let err = wait.create(&ctx, &req).await.expect_err("signals");
     assert!(err.to_string().contains("waits for 1 signal(s)"), "{err}");
 }
+
+/// `cdkd deploy --app DIR` in a thread: (exit code, stdout, stderr).
+fn deploy_in_background(
+    dir: &std::path::Path,
+    bucket: &str,
+) -> std::thread::JoinHandle<(i32, String, String)> {
+    let dir = dir.to_owned();
+    let bucket = bucket.to_owned();
+    std::thread::spawn(move || {
+        let out = support::cdkd()
+            .current_dir(&dir)
+            .env("CDKD_CUSTOM_RESOURCE_TIMEOUT", "30")
+            .args([
+                "deploy",
+                "--json",
+                "--app",
+                dir.to_str().expect("utf-8 path"),
+            ])
+            .args(["--state-bucket", &bucket])
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        eprintln!("--- cdkd deploy\n{stderr}");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
+        )
+    })
+}
+
+fn write_assembly(dir: &std::path::Path, stack: &str, template: &Value) {
+    let file = format!("{stack}.template.json");
+    std::fs::write(dir.join(&file), template.to_string()).expect("template");
+    let manifest = json!({"version": "36.0.0", "artifacts": {stack: {
+        "type": "aws:cloudformation:stack",
+        "environment": "aws://unknown-account/unknown-region",
+        "properties": {"templateFile": file}
+    }}});
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).expect("manifest");
+}
+
+fn custom_stack(function: &str, size: Option<u32>) -> Value {
+    let mut resources = json!({
+        "Role": {"Type": "AWS::IAM::Role", "Properties": {
+            "AssumeRolePolicyDocument": serde_json::from_str::<Value>(TRUST).expect("trust")}},
+        "Handler": {"Type": "AWS::Lambda::Function", "Properties": {
+            "FunctionName": function, "Runtime": "python3.12", "Handler": "index.handler",
+            "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+            "Code": {"ZipFile": "def handler(event, context):\n    pass\n"}}},
+        "Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"},
+        "CDKMetadata": {"Type": "AWS::CDK::Metadata", "Properties": {"Analytics": "v2:deflate64:x"}}
+    });
+    let mut outputs = json!({"HandleUrl": {"Value": {"Ref": "Handle"}}});
+    if let Some(size) = size {
+        resources["Thing"] = json!({"Type": "Custom::Thing", "Properties": {
+            "ServiceToken": {"Fn::GetAtt": ["Handler", "Arn"]}, "Size": size}});
+        outputs["Endpoint"] = json!({"Value": {"Fn::GetAtt": ["Thing", "Endpoint"]}});
+        outputs["ThingId"] = json!({"Value": {"Ref": "Thing"}});
+    }
+    json!({"Resources": resources, "Outputs": outputs})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cdkd_deploy_creates_updates_and_deletes_a_custom_resource() {
+    let bucket = support::unique_name("cr-deploy");
+    let out = support::cdkd()
+        .args(["bootstrap", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let stack = format!("Cr{}", support::unique_name("e2e").replace('-', "x"));
+    let function = support::unique_name("cr-e2e");
+
+    // Create: the function is made by the deploy, then the handler is invoked.
+    write_assembly(dir.path(), &stack, &custom_stack(&function, Some(1)));
+    let deploy = deploy_in_background(dir.path(), &bucket);
+    let handler = play(&function, 0, |e| {
+        Some(success(e, "thing-1", json!({"Endpoint": "thing.local"})))
+    });
+    let envelope = handler.join().expect("handler");
+    let (code, stdout, stderr) = deploy.join().expect("deploy");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(envelope["RequestType"], "Create");
+    assert_eq!(envelope["ResourceType"], "Custom::Thing");
+    assert_eq!(envelope["ResourceProperties"]["Size"], "1");
+    let printed: Value = serde_json::from_str(&stdout).expect("--json output");
+    let outputs = &printed[&stack]["outputs"];
+    assert_eq!(outputs["Endpoint"], "thing.local", "{printed}");
+    assert_eq!(outputs["ThingId"], "thing-1");
+    assert!(
+        outputs["HandleUrl"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("https://cloudformation-waitcondition-")),
+        "{outputs}"
+    );
+    let state = state_json(&bucket, &stack);
+    let thing = &state["resources"]["Thing"];
+    assert_eq!(thing["physicalId"], "thing-1");
+    assert_eq!(thing["provisionedBy"], "sdk");
+    assert_eq!(thing["attributes"]["Endpoint"], "thing.local");
+    assert!(state["resources"].get("CDKMetadata").is_none(), "skipped");
+
+    // Update: the handler gets Update with the old properties.
+    write_assembly(dir.path(), &stack, &custom_stack(&function, Some(2)));
+    let deploy = deploy_in_background(dir.path(), &bucket);
+    let handler = play(&function, 1, |e| {
+        Some(success(e, "thing-1", json!({"Endpoint": "thing2.local"})))
+    });
+    let envelope = handler.join().expect("handler");
+    let (code, stdout, stderr) = deploy.join().expect("deploy");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(envelope["RequestType"], "Update");
+    assert_eq!(envelope["OldResourceProperties"]["Size"], "1");
+    assert_eq!(envelope["ResourceProperties"]["Size"], "2");
+    let printed: Value = serde_json::from_str(&stdout).expect("--json output");
+    assert_eq!(printed[&stack]["outputs"]["Endpoint"], "thing2.local");
+
+    // Removed from the template: the handler gets Delete.
+    write_assembly(dir.path(), &stack, &custom_stack(&function, None));
+    let deploy = deploy_in_background(dir.path(), &bucket);
+    let handler = play(&function, 2, |e| Some(success(e, "thing-1", json!({}))));
+    let envelope = handler.join().expect("handler");
+    let (code, _, stderr) = deploy.join().expect("deploy");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(envelope["RequestType"], "Delete");
+    assert_eq!(envelope["PhysicalResourceId"], "thing-1");
+    assert!(state_json(&bucket, &stack)["resources"]
+        .get("Thing")
+        .is_none());
+
+    // No response object (or earlier version of one) is left in the state bucket.
+    let left = support::s3_client()
+        .await
+        .list_object_versions()
+        .bucket(&bucket)
+        .prefix("cdkd/custom-resource-responses/")
+        .send()
+        .await
+        .expect("ListObjectVersions");
+    assert_eq!(left.versions().len(), 0, "{left:?}");
+}
+
+fn state_json(bucket: &str, stack: &str) -> Value {
+    let out = support::cdkd()
+        .args(["state", "show", stack, "--json", "--state-bucket", bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("state json")
+}
