@@ -26,6 +26,7 @@ pub mod env;
 pub mod error;
 pub mod plan;
 pub mod provider;
+pub mod redact;
 pub mod resolve;
 pub mod state;
 pub mod template;

@@ -161,6 +161,10 @@ pub struct DeployArgs {
     /// instead of falling back to reading it.
     #[arg(long)]
     pub strict_getatt: bool,
+    /// Resolve Fn::ImportValue / Fn::GetStackOutput from cdkd state only: no CloudFormation
+    /// ListExports / DescribeStacks fallback.
+    #[arg(long)]
+    pub no_cfn_fallback: bool,
 }
 
 /// `--require-approval`: which changes need a confirmation.

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::changes::{diff_properties, has_dynamic_reference, is_stateful, stateful_refusal};
+use super::changes::{diff_properties, is_stateful, stateful_refusal};
 use super::lookup::{referenced_ids, Resolution, Snapshot};
 use super::plan::{new_record, retains_old, with_template_fields, Planned};
 use super::report::{Action, Done};
@@ -88,16 +88,17 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
         Ok(d) => d,
         Err(e) => return fail(done, e.to_string()),
     };
-    if has_dynamic_reference(&Value::Object(desired.clone())) {
-        return fail(
-            done,
-            "a {{resolve:...}} dynamic reference is not supported by this build yet; nothing \
-             was sent"
-                .into(),
-        );
-    }
+    // Dynamic references substituted for AWS; secret and NoEcho positions kept for state.
+    let secured = match run.resolution.secure_fetched(&id, desired).await {
+        Ok(s) => s,
+        Err(e) => return fail(done, run.resolution.redactor.mask_text(&e.to_string())),
+    };
+    let desired = secured.sent.clone();
 
     let record = run.book.record(&id).await;
+    let before = record.clone();
+    let attempted = super::oplog::journal_safe(&Value::Object(res.properties.clone()))
+        .then(|| desired.clone());
     let decision = match &record {
         None => Decision::Create,
         Some(r) if r.resource_type != resource_type => Decision::Replace("its Type changed".into()),
@@ -105,7 +106,8 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
             Decision::Replace(replace_reason(&planned))
         }
         Some(r) => {
-            let diffs = diff_properties(&resource_type, &desired, &r.properties, &[]);
+            let compared = secured.comparable(&r.properties);
+            let diffs = diff_properties(&resource_type, &compared, &r.properties, &[]);
             match diffs.iter().find(|d| d.requires_replacement) {
                 Some(d) => Decision::Replace(format!("create-only property {} changed", d.path)),
                 None if diffs.is_empty() => Decision::Unchanged,
@@ -114,6 +116,7 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
         }
     };
 
+    run.resolution.remember(&id, &secured);
     let outcome = match (decision, record) {
         (Decision::Unchanged, _) => return Ok(done.with(Action::Unchanged, started)),
         (_, old) if super::nested::is_nested(&resource_type) => {
@@ -130,7 +133,12 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
     };
     match outcome {
         Ok(action) => Ok(done.with(action, started)),
-        Err(message) => fail(done, message),
+        Err(message) => {
+            let message = run.resolution.redactor.mask_text(&message);
+            run.oplog
+                .failed(&id, &resource_type, before, attempted, &message);
+            fail(done, message)
+        }
     }
 }
 

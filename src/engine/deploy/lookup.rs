@@ -5,18 +5,26 @@
 //! The resolver is synchronous and not `Send`, so it is built where it is used, over an owned
 //! snapshot, and dropped before the next await.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::plan::references;
 use crate::provider::{schema, Provider, Registry, Route};
-use crate::resolve::{
-    BoundParameters, ConditionVerdicts, ExternalLookup, ResolveContext, ResolveError,
-    ResolvedOutput, Resolver, ResourceLookup,
+use crate::redact::{
+    comparable, mask_leaves, with_expressions, Needles, NoEchoScope, RecordRedactor, RecordedReads,
+    StoredProperties,
 };
-use crate::state::{ProvisionedBy, ResourceState};
+use crate::resolve::dynamic::{DynamicLookup, DynamicReference};
+use crate::resolve::{
+    BoundParameters, ConditionVerdicts, ExternalLookup, PrefetchedLookup, ResolveContext,
+    ResolveError, ResolvedOutput, Resolver, ResourceLookup, SecretsMap,
+};
+use crate::state::{
+    Lenient, PathSegment, ProvisionedBy, ResourceState, StackState, StateImportEntry,
+    StateOutputReadEntry,
+};
 use crate::template::Template;
 
 /// One resource as references see it.
@@ -118,6 +126,31 @@ pub(super) struct Resolution {
     pub params: BoundParameters,
     pub verdicts: ConditionVerdicts,
     pub external: Arc<dyn ExternalLookup + Send + Sync>,
+    /// The deploy's prefetched view of the outside world: dynamic references are
+    /// substituted through it. `None` leaves them as written (nothing fetched).
+    pub prefetched: Option<Arc<PrefetchedLookup>>,
+    /// The template's NoEcho parameter names.
+    pub no_echo: HashSet<String>,
+    /// What the state writes must keep out of the record (shared with the state book).
+    pub redactor: Arc<RecordRedactor>,
+}
+
+/// A resource's properties ready to send and to store.
+#[derive(Clone)]
+pub(super) struct Secured {
+    /// Dynamic references substituted: what AWS receives.
+    pub sent: Map<String, Value>,
+    /// What state stores: secret positions as their expression, NoEcho positions as `***`.
+    pub stored: Map<String, Value>,
+    /// The NoEcho positions (`noEchoLeaves`).
+    pub no_echo_leaves: Vec<Vec<PathSegment>>,
+}
+
+impl Secured {
+    /// The side to compare with a stored record's properties.
+    pub fn comparable(&self, record: &Map<String, Value>) -> Map<String, Value> {
+        comparable(&self.stored, &self.sent, &self.no_echo_leaves, record)
+    }
 }
 
 impl Resolution {
@@ -181,5 +214,179 @@ impl Resolution {
         name: &str,
     ) -> Result<Option<ResolvedOutput>, ResolveError> {
         self.resolver(snapshot).resolve_output(name)
+    }
+
+    /// The NoEcho scope of this stack's template.
+    pub fn no_echo_scope(&self) -> NoEchoScope<'_> {
+        NoEchoScope {
+            params: &self.no_echo,
+            verdicts: &self.verdicts,
+        }
+    }
+
+    /// `value` (resolved at `path`) with its dynamic references substituted, and the secret
+    /// positions; without a prefetched lookup, `value` as it is. The plaintexts found are
+    /// added to the redactor before anything can print or store them.
+    pub fn substitute(
+        &self,
+        value: &Value,
+        path: &str,
+    ) -> Result<(Value, SecretsMap), ResolveError> {
+        let Some(p) = &self.prefetched else {
+            return Ok((value.clone(), SecretsMap::default()));
+        };
+        let (out, secrets) = p.substitute(value, path)?;
+        self.learn(p, &secrets);
+        Ok((out, secrets))
+    }
+
+    /// Adds the plaintexts behind `secrets` (paired with their expressions where one whole
+    /// reference stands for them) and every cross-stack secret to the redactor.
+    fn learn(&self, p: &PrefetchedLookup, secrets: &SecretsMap) {
+        let mut needles = Needles::default();
+        for (_, position) in secrets.positions() {
+            for text in &position.references {
+                let Ok(r) = DynamicReference::parse(text) else {
+                    continue;
+                };
+                let key = r.fetch_key(self.ctx.region());
+                if let Ok((plain, true)) = p
+                    .fetched(&key)
+                    .map_err(drop)
+                    .and_then(|f| r.value_from(&f).map_err(drop))
+                {
+                    needles.add_secret(&plain, Some(text));
+                }
+            }
+        }
+        for plain in secrets.plaintexts() {
+            needles.add_secret(plain, None);
+        }
+        for plain in p.cross_stack_secrets().plaintexts() {
+            needles.add_secret(plain, None);
+        }
+        if !needles.is_empty() {
+            self.redactor.add_needles(&needles);
+        }
+    }
+
+    /// `desired` (a resource's resolved properties) made ready to send and store.
+    pub fn secure(
+        &self,
+        logical_id: &str,
+        desired: Map<String, Value>,
+    ) -> Result<Secured, ResolveError> {
+        let path = format!("Resources.{logical_id}.Properties");
+        let (sent, secrets) = self
+            .substitute(&Value::Object(desired), "")
+            .map_err(|mut e| {
+                e.path = if e.path.is_empty() {
+                    path.clone()
+                } else {
+                    format!("{path}.{}", e.path)
+                };
+                e
+            })?;
+        let mut stored = with_expressions(&sent, &secrets);
+        let sent = match sent {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let no_echo_leaves = match self.template.resources.get(logical_id) {
+            Some(res) => self.no_echo_scope().property_leaves(&res.properties, &sent),
+            None => Vec::new(),
+        };
+        mask_leaves(&mut stored, &no_echo_leaves);
+        let stored = match stored {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Ok(Secured {
+            sent,
+            stored,
+            no_echo_leaves,
+        })
+    }
+
+    /// [`Self::secure`] after fetching any dynamic reference the prefetch could not see
+    /// (one assembled from a resource created in this run).
+    pub async fn secure_fetched(
+        &self,
+        logical_id: &str,
+        desired: Map<String, Value>,
+    ) -> Result<Secured, ResolveError> {
+        if let Some(p) = &self.prefetched {
+            p.prefetch_dynamic(&Value::Object(desired.clone())).await;
+        }
+        self.secure(logical_id, desired)
+    }
+
+    /// Records how `logical_id` is stored once `secured.sent` is in its working record.
+    pub fn remember(&self, logical_id: &str, secured: &Secured) {
+        let leaves = (!self.no_echo.is_empty()).then(|| secured.no_echo_leaves.clone());
+        self.redactor.record_properties(
+            logical_id,
+            StoredProperties {
+                sent: secured.sent.clone(),
+                stored: secured.stored.clone(),
+                no_echo_leaves: leaves,
+            },
+        );
+    }
+
+    /// The side of the plan's comparison with `record`: `desired` as state would store it
+    /// (a value that cannot be substituted yet is compared as resolved).
+    pub fn comparable(
+        &self,
+        logical_id: &str,
+        desired: Map<String, Value>,
+        record: &Map<String, Value>,
+    ) -> Map<String, Value> {
+        match self.secure(logical_id, desired.clone()) {
+            Ok(secured) => secured.comparable(record),
+            Err(_) => desired,
+        }
+    }
+
+    /// Whether `state` already lists exactly the cross-stack reads this resolution recorded.
+    pub fn reads_recorded_in(&self, state: &StackState) -> bool {
+        let Some(p) = &self.prefetched else {
+            return true;
+        };
+        let same = |a: &[StateImportEntry], b: &[StateImportEntry]| {
+            a.len() == b.len() && a.iter().all(|x| b.contains(x))
+        };
+        let reads = p.recorded_output_reads();
+        let stored_reads = state.output_read_entries();
+        same(
+            &p.recorded_imports(),
+            state.imports.as_deref().unwrap_or_default(),
+        ) && reads.len() == stored_reads.len()
+            && reads.iter().all(|x| stored_reads.contains(x))
+    }
+
+    /// The final success save: `imports` / `outputReads` become exactly this run's reads
+    /// (lists the record never had stay absent while there is nothing to list).
+    pub fn set_reads(&self, state: &mut StackState) {
+        let Some(p) = &self.prefetched else {
+            return;
+        };
+        let imports = p.recorded_imports();
+        if !imports.is_empty() || state.imports.is_some() {
+            state.imports = Some(imports);
+        }
+        let reads = p.recorded_output_reads();
+        if !reads.is_empty() || state.output_reads.is_some() {
+            state.output_reads = Some(Lenient::Valid(reads));
+        }
+    }
+}
+
+impl RecordedReads for PrefetchedLookup {
+    fn imports(&self) -> Vec<StateImportEntry> {
+        self.recorded_imports()
+    }
+    fn output_reads(&self) -> Vec<StateOutputReadEntry> {
+        self.recorded_output_reads()
     }
 }

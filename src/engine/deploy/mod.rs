@@ -83,6 +83,9 @@ pub struct DeployEnv {
     pub registry: Arc<Registry>,
     pub exports: Arc<ExportIndexStore>,
     pub external: Arc<dyn ExternalLookup + Send + Sync>,
+    /// Cross-stack reads and dynamic references, fetched before each stack resolves; `None`
+    /// answers from `external` alone and leaves dynamic references unsubstituted.
+    pub reader: Option<Arc<crate::resolve::ExternalReader>>,
     pub account_id: String,
 }
 
@@ -198,13 +201,27 @@ async fn deploy_locked(
     };
     let state = nested::link(state, parent);
     let ctx = ResolveContext::new(stack, region, Some(env.account_id.clone()));
-    let prepared = prepare::prepare(
-        stack,
-        target.template_file,
-        ctx,
-        &options.parameters,
-        env.external.clone(),
-    )?;
+    let prepared = match &env.reader {
+        Some(reader) => {
+            prepare::prepare_prefetched(
+                stack,
+                target.template_file,
+                ctx,
+                &options.parameters,
+                reader.clone(),
+                &state,
+                &env.registry,
+            )
+            .await?
+        }
+        None => prepare::prepare(
+            stack,
+            target.template_file,
+            ctx,
+            &options.parameters,
+            env.external.clone(),
+        )?,
+    };
     let plan = plan::plan(
         &prepared,
         &state,
@@ -217,11 +234,12 @@ async fn deploy_locked(
         ..StackReport::default()
     };
 
-    if !plan.has_resource_changes() && plan.refreshed.is_empty() {
+    // A journal left by a failed attempt is settled by the full path even without changes.
+    if !plan.has_resource_changes() && plan.refreshed.is_empty() && prior_journal.is_none() {
         let snapshot = Snapshot::from_records(&env.registry, state.resources.iter());
         let outs =
             outputs::resolve_outputs(&prepared.resolution, &snapshot, &prepared.prune, stack);
-        if outs.recorded_in(&state) {
+        if outs.recorded_in(&state) && prepared.resolution.reads_recorded_in(&state) {
             report.tally.unchanged = plan.planned.len();
             report.outputs = outs.by_name;
             return Ok(report);
@@ -238,7 +256,13 @@ async fn deploy_locked(
     }
 
     let previous_outputs = state.outputs.clone().unwrap_or_default();
+    let record_exists = etag.is_some();
+    let first_deploy = state.resources.is_empty();
+    let tokens =
+        tokens::Tokens::from_loaded(ledger_store, stack, region, ledger, &state, record_exists);
+    let creates = tokens::planned_creates(&plan.planned, &state);
     let book = StateBook::new(env.backend.clone(), stack, region, state, etag, from_legacy);
+    book.set_redactor(prepared.resolution.redactor.clone());
     for (id, rec) in plan.refreshed {
         book.put(&id, Some(rec)).await;
     }
@@ -422,14 +446,15 @@ async fn finish(
         let saved = run
             .book
             .finish(|s| {
-                s.outputs = Some(outs.stored.clone());
-                s.set_export_names(outs.export_names.clone());
+                outs.apply(s);
+                prepared.resolution.set_reads(s);
                 order(s);
             })
             .await;
         match saved {
             Ok(state) => {
-                env.exports.update_stack(region, stack, &state).await;
+                let stored = run.book.for_storage(&state);
+                env.exports.update_stack(region, stack, &stored).await;
                 report.outputs = outs.by_name;
             }
             Err(e) => report.failures.push((

@@ -134,6 +134,7 @@ pub(super) fn plan(
             }
             Some(r) => {
                 let (desired, unknown) = resolution.properties_lenient(&snapshot, id)?;
+                let desired = resolution.comparable(id, desired, &r.properties);
                 change.property_diffs =
                     diff_properties(&res.type_, &desired, &r.properties, &unknown);
                 deferred = !moved.is_empty();

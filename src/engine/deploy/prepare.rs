@@ -1,18 +1,27 @@
 //! One stack's template made ready to plan: parameters bound, conditions evaluated,
 //! condition-false resources pruned, the dependency graph built.
+//!
+//! A deploy prepares through [`prepare_prefetched`]: everything the stack reads from outside
+//! (SSM-typed parameters, `Fn::ImportValue`, `Fn::GetStackOutput`, dynamic references) is
+//! fetched up front, concurrently, by the resolver's prefetch, since the resolver itself is
+//! synchronous. The stack's NoEcho values are handed to the redactor here, before anything is
+//! resolved, printed or stored.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::lookup::Resolution;
+use super::lookup::{Resolution, Snapshot};
 use super::DeployError;
 use crate::plan::DependencyGraph;
-use crate::provider::is_skipped_type;
+use crate::provider::{is_skipped_type, Registry};
+use crate::redact::{Needles, RecordRedactor};
 use crate::resolve::{
-    bind_parameters, prune, ExternalLookup, NoResources, ParameterOverride, PruneReport,
-    ResolveContext, Resolver,
+    bind_parameters, prune, ExternalLookup, ExternalReader, NoResources, ParameterOverride,
+    PrefetchedLookup, PruneReport, ResolveContext, Resolver,
 };
-use crate::template::parse_template_file;
+use crate::state::StackState;
+use crate::template::{parse_template_file, Template};
 use crate::ui;
 
 /// A stack ready to plan.
@@ -25,6 +34,8 @@ pub(super) struct Prepared {
     pub graph: DependencyGraph,
 }
 
+/// Prepares a stack whose outside reads are answered by `external` alone (no dynamic
+/// reference is substituted).
 pub(super) fn prepare(
     stack: &str,
     template_file: &Path,
@@ -32,14 +43,65 @@ pub(super) fn prepare(
     overrides: &[ParameterOverride],
     external: Arc<dyn ExternalLookup + Send + Sync>,
 ) -> Result<Prepared, DeployError> {
-    let mut template = parse_template_file(template_file).map_err(crate::Error::from)?;
-    let params = bind_parameters(&template, overrides, stack, external.as_ref())?;
-    if template.parameters.values().any(|p| p.no_echo) {
-        ui::warn(format!(
-            "{stack}: this build does not mask NoEcho parameter values in state yet; \
-             values that reach resource properties or outputs are stored as resolved"
-        ));
+    let template = parse_template_file(template_file).map_err(crate::Error::from)?;
+    build(stack, template, ctx, overrides, external, None)
+}
+
+/// Prepares a stack for a deploy: fetches what it reads from outside first, through
+/// `reader` (`state` supplies the physical ids and attributes references need meanwhile).
+pub(super) async fn prepare_prefetched(
+    stack: &str,
+    template_file: &Path,
+    ctx: ResolveContext,
+    overrides: &[ParameterOverride],
+    reader: Arc<ExternalReader>,
+    state: &StackState,
+    registry: &Registry,
+) -> Result<Prepared, DeployError> {
+    let template = parse_template_file(template_file).map_err(crate::Error::from)?;
+    let lookup = Arc::new(PrefetchedLookup::new(reader, ctx.clone()));
+    lookup.prefetch_parameters(&template, overrides).await;
+    let prepared = build(
+        stack,
+        template,
+        ctx,
+        overrides,
+        lookup.clone(),
+        Some(lookup.clone()),
+    )?;
+    let snapshot = Snapshot::from_records(registry, state.resources.iter());
+    let r = &prepared.resolution;
+    r.redactor.set_reads(lookup.clone());
+    lookup
+        .prefetch_template(&r.template, &r.params, &r.verdicts, &snapshot)
+        .await;
+    for w in lookup.warnings() {
+        ui::warn(r.redactor.mask_text(&w));
     }
+    Ok(prepared)
+}
+
+fn build(
+    stack: &str,
+    mut template: Template,
+    ctx: ResolveContext,
+    overrides: &[ParameterOverride],
+    external: Arc<dyn ExternalLookup + Send + Sync>,
+    prefetched: Option<Arc<PrefetchedLookup>>,
+) -> Result<Prepared, DeployError> {
+    let params = bind_parameters(&template, overrides, stack, external.as_ref())?;
+    let redactor = Arc::new(RecordRedactor::default());
+    let mut needles = Needles::default();
+    for (_, value) in params.no_echo_values() {
+        needles.add_no_echo(value);
+    }
+    redactor.add_needles(&needles);
+    let no_echo: HashSet<String> = template
+        .parameters
+        .iter()
+        .filter(|(_, p)| p.no_echo)
+        .map(|(name, _)| name.clone())
+        .collect();
     let verdicts = {
         let mut resolver = Resolver::new(&template, &ctx, &params, &NoResources, external.as_ref());
         let verdicts = resolver.evaluate_conditions()?;
@@ -67,6 +129,9 @@ pub(super) fn prepare(
             params,
             verdicts,
             external,
+            prefetched,
+            no_echo,
+            redactor,
         }),
         prune: report,
         scope,

@@ -1,0 +1,372 @@
+//! `cdkd deploy` and secrets, end to end against the emulator: values resolved from Secrets
+//! Manager / ssm-secure dynamic references and NoEcho parameter values reach AWS but never the
+//! state bucket (any version of any object) nor the terminal; a redeploy says "no changes";
+//! cross-stack reads are recorded as `imports` / `outputReads`.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use support::{cdkd, s3_client, sdk_config, unique_name};
+use tempfile::TempDir;
+
+const REGION: &str = "us-east-1";
+
+/// A cloud assembly in a temp dir, with its own bootstrapped state bucket.
+struct App {
+    dir: TempDir,
+    bucket: String,
+}
+
+impl App {
+    fn new() -> App {
+        let app = App {
+            dir: tempfile::tempdir().expect("temp dir"),
+            bucket: unique_name("cdkd-secrets"),
+        };
+        let out = cdkd()
+            .args(["bootstrap", "--state-bucket", &app.bucket])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        app
+    }
+
+    /// Writes an assembly: (stack name, template, the stacks it depends on).
+    fn write_stacks(&self, stacks: &[(&str, &Value, &[&str])]) {
+        let mut artifacts = serde_json::Map::new();
+        for (name, template, deps) in stacks {
+            let file = format!("{name}.template.json");
+            artifacts.insert(
+                name.to_string(),
+                json!({
+                    "type": "aws:cloudformation:stack",
+                    "environment": "aws://unknown-account/unknown-region",
+                    "properties": {"templateFile": file},
+                    "dependencies": deps
+                }),
+            );
+            let text = serde_json::to_string_pretty(template).unwrap();
+            std::fs::write(self.dir.path().join(&file), text).expect("template");
+        }
+        let manifest = json!({"version": "36.0.0", "artifacts": artifacts});
+        std::fs::write(self.dir.path().join("manifest.json"), manifest.to_string())
+            .expect("manifest");
+    }
+
+    /// `cdkd deploy --app DIR --state-bucket B ...`: (exit code, stdout, stderr).
+    fn deploy(&self, extra: &[&str]) -> (i32, String, String) {
+        let dir: &Path = self.dir.path();
+        let out = cdkd()
+            .current_dir(dir)
+            .arg("deploy")
+            .args(["--app", dir.to_str().unwrap(), "--state-bucket", &self.bucket])
+            .args(extra)
+            .output()
+            .expect("runs");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        eprintln!("--- cdkd deploy {extra:?}\n{stderr}");
+        (out.status.code().unwrap_or(-1), stdout, stderr)
+    }
+
+    fn state(&self, stack: &str) -> Value {
+        let out = cdkd()
+            .args(["state", "show", stack, "--json", "--state-bucket", &self.bucket])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("state json")
+    }
+
+    /// The record of `stack` (`state show --json` may wrap it).
+    fn record(&self, stack: &str) -> Value {
+        let v = self.state(stack);
+        match v.get("state") {
+            Some(s) if s.is_object() => s.clone(),
+            _ => v,
+        }
+    }
+
+    /// Every version of every object in the state bucket: (key, body).
+    async fn every_object_version(&self) -> Vec<(String, String)> {
+        let s3 = s3_client().await;
+        let mut out = Vec::new();
+        let mut key_marker: Option<String> = None;
+        let mut version_marker: Option<String> = None;
+        loop {
+            let page = s3
+                .list_object_versions()
+                .bucket(&self.bucket)
+                .set_key_marker(key_marker.clone())
+                .set_version_id_marker(version_marker.clone())
+                .send()
+                .await
+                .expect("list versions");
+            for v in page.versions() {
+                let (Some(key), Some(id)) = (v.key(), v.version_id()) else {
+                    continue;
+                };
+                let body = s3
+                    .get_object()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .version_id(id)
+                    .send()
+                    .await
+                    .expect("get version")
+                    .body
+                    .collect()
+                    .await
+                    .expect("body")
+                    .into_bytes();
+                out.push((
+                    format!("{key}@{id}"),
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+            }
+            if page.is_truncated() != Some(true) {
+                break;
+            }
+            key_marker = page.next_key_marker().map(str::to_owned);
+            version_marker = page.next_version_id_marker().map(str::to_owned);
+        }
+        out
+    }
+}
+
+fn stack_name(prefix: &str) -> String {
+    format!("Sec{}", unique_name(prefix).replace('-', "x"))
+}
+
+#[tokio::test]
+async fn secrets_and_no_echo_values_never_reach_state_or_the_terminal() {
+    let app = App::new();
+    let stack = stack_name("secrets");
+    let base = format!("/cdkd-test/{}", unique_name("sec"));
+    let secret_name = unique_name("db-secret");
+    let secret_plain = "Pl41nS3cretXyz";
+    let secure_plain = "S3cureParamValue";
+    let no_echo_plain = "N0Ech0Value";
+    let public_value = "public-config-value";
+
+    let config = sdk_config().await;
+    let sm = aws_sdk_secretsmanager::Client::new(&config);
+    sm.create_secret()
+        .name(&secret_name)
+        .secret_string(json!({"password": secret_plain, "user": "admin"}).to_string())
+        .send()
+        .await
+        .expect("create secret");
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    for (name, value, kind) in [
+        (format!("{base}/secure"), secure_plain, "SecureString"),
+        (format!("{base}/public"), public_value, "String"),
+    ] {
+        ssm.put_parameter()
+            .name(name)
+            .value(value)
+            .r#type(kind.into())
+            .overwrite(true)
+            .send()
+            .await
+            .expect("put parameter");
+    }
+
+    let secret_ref = format!("{{{{resolve:secretsmanager:{secret_name}:SecretString:password}}}}");
+    let secure_ref = format!("{{{{resolve:ssm-secure:{base}/secure}}}}");
+    let public_ref = format!("{{{{resolve:ssm:{base}/public}}}}");
+    let param = |id: &str, value: Value| {
+        json!({
+            "Type": "AWS::SSM::Parameter",
+            "Properties": {"Name": format!("{base}/{id}"), "Type": "String", "Value": value}
+        })
+    };
+    let template = json!({
+        "Parameters": {
+            "DbPass": {"Type": "String", "NoEcho": true, "Default": "unused-default"}
+        },
+        "Resources": {
+            "FromSecret": param("from-secret", json!(secret_ref)),
+            "FromSecure": param("from-secure", json!({"Fn::Sub": format!("pw={secure_ref}")})),
+            "FromNoEcho": param("from-noecho", json!({"Fn::Sub": "pw=${DbPass}"})),
+            "FromPublic": param("from-public", json!(public_ref))
+        },
+        "Outputs": {
+            "NoEchoOut": {"Value": {"Ref": "DbPass"}},
+            "SecretEcho": {"Value": {"Fn::GetAtt": ["FromSecret", "Value"]}},
+            "PublicOut": {"Value": {"Fn::GetAtt": ["FromPublic", "Value"]}},
+            "Leaky": {
+                "Value": "x",
+                "Export": {"Name": {"Fn::Sub": "exp-${DbPass}"}}
+            },
+            "Fine": {"Value": "y", "Export": {"Name": format!("{stack}-fine")}}
+        }
+    });
+    app.write_stacks(&[(&stack, &template, &[])]);
+    let overrides = format!("DbPass={no_echo_plain}");
+    let (code, stdout, stderr) = app.deploy(&["--parameters", &overrides]);
+    assert_eq!(code, 0, "deploy failed:\n{stderr}");
+
+    // AWS got the real values.
+    let got = |name: String| {
+        let ssm = ssm.clone();
+        async move {
+            ssm.get_parameter()
+                .name(name)
+                .send()
+                .await
+                .expect("parameter exists")
+                .parameter()
+                .and_then(|p| p.value())
+                .unwrap_or_default()
+                .to_owned()
+        }
+    };
+    assert_eq!(got(format!("{base}/from-secret")).await, secret_plain);
+    assert_eq!(
+        got(format!("{base}/from-secure")).await,
+        format!("pw={secure_plain}")
+    );
+    assert_eq!(
+        got(format!("{base}/from-noecho")).await,
+        format!("pw={no_echo_plain}")
+    );
+    assert_eq!(got(format!("{base}/from-public")).await, public_value);
+
+    // State holds expressions, masks and public values.
+    let record = app.record(&stack);
+    let res = &record["resources"];
+    assert_eq!(res["FromSecret"]["properties"]["Value"], json!(secret_ref));
+    assert_eq!(
+        res["FromSecure"]["properties"]["Value"],
+        json!(format!("pw={secure_ref}"))
+    );
+    assert_eq!(res["FromNoEcho"]["properties"]["Value"], json!("***"));
+    assert_eq!(res["FromNoEcho"]["noEchoLeaves"], json!([["Value"]]));
+    assert_eq!(res["FromPublic"]["properties"]["Value"], json!(public_value));
+    let outputs = &record["outputs"];
+    assert_eq!(outputs["NoEchoOut"], json!("***"));
+    assert_eq!(outputs["SecretEcho"], json!(secret_ref));
+    assert_eq!(outputs["PublicOut"], json!(public_value));
+    let exports = record["exportNames"].as_array().cloned().unwrap_or_default();
+    assert_eq!(exports, vec![json!(format!("{stack}-fine"))]);
+    assert!(
+        stderr.contains("Leaky") && stderr.contains("NoEcho parameter DbPass"),
+        "the refused export is warned about:\n{stderr}"
+    );
+
+    // No plaintext anywhere: every version of every object, and the terminal.
+    let plaintexts = [secret_plain, secure_plain, no_echo_plain];
+    let objects = app.every_object_version().await;
+    assert!(
+        objects.iter().any(|(k, _)| k.contains("state.json")),
+        "state was written: {:?}",
+        objects.iter().map(|(k, _)| k).collect::<Vec<_>>()
+    );
+    for (key, body) in &objects {
+        for p in plaintexts {
+            assert!(!body.contains(p), "{key} holds a plaintext secret");
+        }
+    }
+    for p in plaintexts {
+        assert!(!stdout.contains(p), "stdout shows a secret:\n{stdout}");
+        assert!(!stderr.contains(p), "stderr shows a secret:\n{stderr}");
+    }
+
+    // A second deploy changes nothing.
+    let (code, stdout2, stderr2) = app.deploy(&["--parameters", &overrides]);
+    assert_eq!(code, 0, "redeploy failed:\n{stderr2}");
+    assert!(
+        stderr2.to_lowercase().contains("no changes"),
+        "the redeploy reports no changes:\n{stderr2}"
+    );
+    for p in plaintexts {
+        assert!(!stdout2.contains(p) && !stderr2.contains(p));
+    }
+    let after = app.every_object_version().await;
+    assert_eq!(after.len(), objects.len(), "the redeploy wrote nothing");
+}
+
+#[tokio::test]
+async fn a_consumer_records_its_imports_and_output_reads() {
+    let app = App::new();
+    let producer = stack_name("producer");
+    let consumer = stack_name("consumer");
+    let base = format!("/cdkd-test/{}", unique_name("xs"));
+    let export = format!("{producer}-param-name");
+    let producer_template = json!({
+        "Resources": {
+            "Shared": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {"Name": format!("{base}/shared"), "Type": "String", "Value": "v1"}
+            }
+        },
+        "Outputs": {
+            "SharedName": {"Value": {"Ref": "Shared"}, "Export": {"Name": export}}
+        }
+    });
+    let consumer_template = json!({
+        "Resources": {
+            "ViaImport": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {
+                    "Name": format!("{base}/via-import"), "Type": "String",
+                    "Value": {"Fn::ImportValue": export}
+                }
+            },
+            "ViaOutput": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {
+                    "Name": format!("{base}/via-output"), "Type": "String",
+                    "Value": {"Fn::GetStackOutput": {
+                        "StackName": producer, "OutputName": "SharedName"
+                    }}
+                }
+            }
+        }
+    });
+    app.write_stacks(&[
+        (&producer, &producer_template, &[]),
+        (&consumer, &consumer_template, &[producer.as_str()]),
+    ]);
+    let (code, _, stderr) = app.deploy(&[&producer, "-e"]);
+    assert_eq!(code, 0, "producer deploy failed:\n{stderr}");
+    let (code, _, stderr) = app.deploy(&[&consumer, "-e", "--no-cfn-fallback"]);
+    assert_eq!(code, 0, "consumer deploy failed:\n{stderr}");
+
+    let record = app.record(&consumer);
+    let name = format!("{base}/shared");
+    assert_eq!(
+        record["resources"]["ViaImport"]["properties"]["Value"],
+        json!(name)
+    );
+    assert_eq!(
+        record["resources"]["ViaOutput"]["properties"]["Value"],
+        json!(name)
+    );
+    assert_eq!(
+        record["imports"],
+        json!([{"sourceStack": producer, "sourceRegion": REGION, "exportName": export}])
+    );
+    assert_eq!(
+        record["outputReads"],
+        json!([{"sourceStack": producer, "sourceRegion": REGION, "outputName": "SharedName"}])
+    );
+
+    // Unchanged on a redeploy, which writes nothing.
+    let (code, _, stderr) = app.deploy(&[&consumer, "-e"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.to_lowercase().contains("no changes"), "{stderr}");
+}
