@@ -1,0 +1,112 @@
+//! What a deploy did, in the rollback journal's terms: every completed operation with the
+//! record it replaced, and every failed one with the record before it. Kept in memory and
+//! written to the journal only when the deploy ends without completing (a failure, an
+//! interruption) — never on the path of a deploy that succeeds.
+
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+use crate::state::journal::{FailedOperation, OpKind, Operation, Segment};
+use crate::state::ResourceState;
+
+#[derive(Default)]
+pub(crate) struct OpLog {
+    done: Mutex<Vec<Operation>>,
+    failed: Mutex<Vec<FailedOperation>>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Whether properties may be written to the journal verbatim: a `{{resolve:...}}` dynamic
+/// reference in the template's own text means a resolved secret may sit in them.
+pub(crate) fn journal_safe(template_properties: &Value) -> bool {
+    !template_properties.to_string().contains("{{resolve:")
+}
+
+impl OpLog {
+    /// A create (`previous` = `None`) or an update / replacement of `previous`.
+    pub fn completed(
+        &self,
+        logical_id: &str,
+        resource_type: &str,
+        now: &ResourceState,
+        previous: Option<&ResourceState>,
+        old_alive: bool,
+    ) {
+        let op = Operation {
+            kind: if previous.is_some() {
+                OpKind::Update
+            } else {
+                OpKind::Create
+            },
+            logical_id: logical_id.to_owned(),
+            resource_type: resource_type.to_owned(),
+            physical_id: now.physical_id.clone(),
+            previous: previous.cloned(),
+            previous_resource_type: previous.map(|p| p.resource_type.clone()),
+            old_resource_retained: previous.map(|_| old_alive),
+            old_deleted_before_create: previous.map(|_| false),
+            extra: Map::new(),
+        };
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).push(op);
+    }
+
+    /// A failed create (`previous` = `None`) or update; `attempted` is what the write sent,
+    /// `None` when nothing was sent or it must not be written.
+    pub fn failed(
+        &self,
+        logical_id: &str,
+        resource_type: &str,
+        previous: Option<ResourceState>,
+        attempted: Option<Map<String, Value>>,
+        error: &str,
+    ) {
+        let op = FailedOperation {
+            kind: if previous.is_some() {
+                OpKind::Update
+            } else {
+                OpKind::Create
+            },
+            logical_id: logical_id.to_owned(),
+            resource_type: resource_type.to_owned(),
+            physical_id: previous.as_ref().and_then(|p| p.physical_id.clone()),
+            previous,
+            attempted_properties: attempted,
+            error: Some(error.to_owned()),
+            extra: Map::new(),
+        };
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(op);
+    }
+
+    pub fn operations(&self) -> Vec<Operation> {
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn failures(&self) -> Vec<FailedOperation> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// This attempt as a journal segment.
+    pub fn segment(&self, reason: &str) -> Segment {
+        Segment {
+            reason: reason.to_owned(),
+            written_at: now_ms(),
+            operations: self.operations(),
+            failed_operations: self.failures(),
+            superseded_logical_ids: Vec::new(),
+            extra: Map::new(),
+        }
+    }
+}

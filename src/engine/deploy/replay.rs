@@ -1,0 +1,199 @@
+//! `cdkd rollback <stack>`: replays the stack's rollback journal against its state record,
+//! with no synth (the journal holds each operation's previous record).
+//!
+//! Under the stack lock, segments are replayed newest first; a segment that reverts cleanly
+//! is popped (its ids superseded on the older one) and the journal rewritten, so a replay that
+//! stops partway resumes where it stopped. State is written behind after each step and saved
+//! at the end. When every segment is gone the journal is deleted with its noncurrent
+//! versions; a stack left with no resources at all loses its ledger, then its state record.
+
+use std::sync::Arc;
+
+use super::book::StateBook;
+use super::rollback::{Reverted, Reverter};
+use super::tokens::Tokens;
+use crate::aws::Clients;
+use crate::provider::{ProviderContext, Registry};
+use crate::resolve::partition_for_region;
+use crate::state::backend::{BackendError, S3Backend};
+use crate::state::journal::JournalStore;
+use crate::state::ledger::LedgerStore;
+use crate::state::lock::{default_owner, LockManager, DEFAULT_LOCK_TTL};
+use crate::state::StackState;
+use crate::ui;
+
+/// `cdkd rollback` options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayOptions {
+    /// Drop journaled created resources from state instead of deleting them.
+    pub orphan: bool,
+    /// Also send failed updates back to their previous properties.
+    pub revert_failed: bool,
+}
+
+/// What a replay did.
+#[derive(Debug, Default)]
+pub struct ReplayReport {
+    /// No journal: nothing to roll back.
+    pub nothing_to_do: bool,
+    pub reverted: usize,
+    pub segments_replayed: usize,
+    pub segments_left: usize,
+    /// (logical id, why) of what could not be reverted.
+    pub failures: Vec<(String, String)>,
+}
+
+/// Why a replay stopped before it began or could not finish its writes.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Lock(#[from] crate::state::LockError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    Aws(#[from] crate::aws::AwsError),
+    #[error(transparent)]
+    Journal(#[from] crate::state::journal::JournalError),
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// What a replay needs.
+pub struct ReplayEnv {
+    pub clients: Arc<Clients>,
+    pub backend: Arc<S3Backend>,
+    pub registry: Arc<Registry>,
+    pub account_id: String,
+}
+
+/// Replays the journal of `stack` in `region` under its lock.
+pub async fn replay_journal(
+    env: &ReplayEnv,
+    stack: &str,
+    region: &str,
+    options: ReplayOptions,
+) -> Result<ReplayReport, ReplayError> {
+    let locks = LockManager::new(
+        env.backend.client().clone(),
+        env.backend.bucket(),
+        env.backend.keys().clone(),
+    );
+    let lock = locks
+        .acquire_with_retry(
+            stack,
+            region,
+            &default_owner(),
+            Some("rollback"),
+            DEFAULT_LOCK_TTL,
+        )
+        .await?;
+    let result = replay_locked(env, stack, region, options).await;
+    lock.release_and_warn().await;
+    result
+}
+
+async fn replay_locked(
+    env: &ReplayEnv,
+    stack: &str,
+    region: &str,
+    options: ReplayOptions,
+) -> Result<ReplayReport, ReplayError> {
+    let (client, bucket, keys) = (
+        env.backend.client().clone(),
+        env.backend.bucket(),
+        env.backend.keys().clone(),
+    );
+    let journals = JournalStore::new(client.clone(), bucket, keys.clone());
+    let ledgers = LedgerStore::new(client, bucket, keys);
+    let (journal, loaded, ledger) = tokio::join!(
+        journals.load(stack, region),
+        env.backend.load(stack, region),
+        ledgers.load(stack, region)
+    );
+    let Some(mut journal) = journal? else {
+        return Ok(ReplayReport {
+            nothing_to_do: true,
+            ..ReplayReport::default()
+        });
+    };
+    let loaded = loaded.map_err(|e| match e {
+        BackendError::State(e) => ReplayError::Refused(format!("{}: {e}", e.code())),
+        other => ReplayError::from(other),
+    })?;
+    let (state, etag, from_legacy) = match loaded {
+        Some(l) => (l.parsed.state, Some(l.etag), l.parsed.from_legacy_key),
+        None => (StackState::new(stack, region), None, false),
+    };
+    let record_exists = etag.is_some();
+    let tokens = Tokens::from_loaded(ledgers, stack, region, ledger, &state, record_exists);
+    let book = StateBook::new(env.backend.clone(), stack, region, state, etag, from_legacy);
+    let partition = partition_for_region(region).name;
+    let reverter = Reverter {
+        registry: &env.registry,
+        ctx: ProviderContext {
+            clients: &env.clients,
+            stack_name: stack,
+            region,
+            account_id: &env.account_id,
+            partition,
+            no_wait: false,
+        },
+        book: &book,
+        orphan: options.orphan,
+    };
+
+    let mut report = ReplayReport::default();
+    while let Some(segment) = journal.segments.last().cloned() {
+        ui::info(format!(
+            "{stack}: replaying a journal segment ({}, {} operation(s))",
+            segment.reason,
+            segment.operations.len()
+        ));
+        let mut done: Reverted = reverter
+            .revert(&segment.operations, &segment.superseded_logical_ids)
+            .await;
+        if options.revert_failed {
+            let failed = reverter.revert_failed(&segment.failed_operations).await;
+            done.reverted.extend(failed.reverted);
+            done.failures.extend(failed.failures);
+        }
+        tokens.forget(&done.deleted_creates).await;
+        for id in &done.released {
+            tokens.release(id).await;
+        }
+        report.reverted += done.reverted.len();
+        if !done.is_clean() {
+            report.failures = done.failures;
+            break;
+        }
+        journal.pop_segment();
+        report.segments_replayed += 1;
+        if !journal.segments.is_empty() {
+            journals.save(&journal).await?;
+        }
+    }
+    report.segments_left = journal.segments.len();
+
+    let now = book.state().await;
+    if report.segments_left == 0 && now.resources.is_empty() {
+        // Nothing is left of the stack: ledger first, then the record, then the journal.
+        book.close().await;
+        tokens
+            .delete()
+            .await
+            .map_err(|e| ReplayError::Refused(format!("{stack}: {e}; the state record is kept")))?;
+        if book.has_stored_record() {
+            env.backend.delete_state(stack, region).await?;
+        }
+        journals.delete(stack, region).await?;
+        return Ok(report);
+    }
+    let saved = book.finish(|_| {}).await?;
+    tokens.settle(&saved).await;
+    if report.segments_left == 0 {
+        journals.delete(stack, region).await?;
+    } else if report.segments_replayed > 0 {
+        journals.save(&journal).await?;
+    }
+    Ok(report)
+}

@@ -1,0 +1,224 @@
+//! Reverting what a failed deploy did: the automatic rollback at the end of a failed deploy,
+//! and the replay behind `cdkd rollback` (state and journal only, no synth).
+//!
+//! Operations are reverted newest first, one at a time (a resource completes after everything
+//! it reads, so the reverse of completion order deletes readers before what they read):
+//! - a CREATE is deleted (its record dropped); `DeletionPolicy: Retain` keeps the resource and
+//!   drops the record, rotating the create-token ledger's nonce;
+//! - an in-place UPDATE is sent back to the previous record's properties and that record
+//!   restored;
+//! - a replacement (an UPDATE to another physical resource, the old one still alive) deletes
+//!   the new resource and restores the old record.
+//!
+//! Each step updates the state book (written behind, like a deploy's saves), so an interrupted
+//! rollback leaves a record of what it undid, and the journal segment it replays stays until
+//! the segment is fully reverted.
+
+use crate::provider::{ProviderContext, Registry, ResourceRequest, UpdateOutcome};
+use crate::state::journal::{FailedOperation, OpKind, Operation};
+use crate::state::ResourceState;
+use crate::ui;
+
+use super::book::StateBook;
+use super::delete::delete_recorded;
+use super::execute::provider_message;
+use super::lookup::record_provider;
+
+/// What a revert did.
+#[derive(Debug, Default, Clone)]
+pub struct Reverted {
+    /// Ids whose operation was reverted.
+    pub reverted: Vec<String>,
+    /// Ids whose created resource was deleted (their ledger entries are spent).
+    pub deleted_creates: Vec<String>,
+    /// Ids whose resource cdkd let go of while it still exists (retained or orphaned).
+    pub released: Vec<String>,
+    /// (logical id, why) of operations that could not be reverted.
+    pub failures: Vec<(String, String)>,
+}
+
+impl Reverted {
+    pub fn is_clean(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// Reverts operations against one stack's state book.
+pub(crate) struct Reverter<'a> {
+    pub registry: &'a Registry,
+    pub ctx: ProviderContext<'a>,
+    pub book: &'a StateBook,
+    /// `cdkd rollback --orphan`: drop created resources from state instead of deleting them.
+    pub orphan: bool,
+}
+
+impl Reverter<'_> {
+    /// Reverts `ops` newest first, skipping the logical ids in `skip`. Prints a line per
+    /// operation.
+    pub async fn revert(&self, ops: &[Operation], skip: &[String]) -> Reverted {
+        let mut out = Reverted::default();
+        for op in ops.iter().rev() {
+            if skip.contains(&op.logical_id) {
+                continue;
+            }
+            let id = &op.logical_id;
+            match self.revert_one(op, &mut out).await {
+                Ok(what) => {
+                    ui::info(format!("  ↩ {id} {} {what}", op.resource_type));
+                    out.reverted.push(id.clone());
+                }
+                Err(why) => {
+                    ui::info(format!(
+                        "  ✗ {id} {} not rolled back: {why}",
+                        op.resource_type
+                    ));
+                    out.failures.push((id.clone(), why));
+                }
+            }
+        }
+        out
+    }
+
+    /// `--revert-failed`: sends failed updates back to their previous properties.
+    pub async fn revert_failed(&self, failed: &[FailedOperation]) -> Reverted {
+        let mut out = Reverted::default();
+        for f in failed.iter().rev() {
+            let Some(previous) = f.previous.as_ref() else {
+                continue; // a failed create recorded nothing: nothing to revert
+            };
+            if f.attempted_properties.is_none() {
+                continue; // AWS provably did not apply it
+            }
+            match self.restore_in_place(&f.logical_id, previous).await {
+                Ok(()) => {
+                    ui::info(format!(
+                        "  ↩ {} {} failed update reverted",
+                        f.logical_id, f.resource_type
+                    ));
+                    out.reverted.push(f.logical_id.clone());
+                }
+                Err(why) => out.failures.push((f.logical_id.clone(), why)),
+            }
+        }
+        out
+    }
+
+    async fn revert_one(&self, op: &Operation, out: &mut Reverted) -> Result<&'static str, String> {
+        let id = op.logical_id.as_str();
+        let current = self.book.record(id).await;
+        match (op.kind, op.previous.as_ref()) {
+            (OpKind::Delete, _) => Err("a deleted resource cannot be brought back".into()),
+            (_, None) => {
+                // A create: the resource it made is the one the op names.
+                let mut target = match current {
+                    Some(c) if c.physical_id == op.physical_id => c,
+                    Some(c) if op.physical_id.is_none() => c,
+                    _ => ResourceState {
+                        physical_id: op.physical_id.clone(),
+                        resource_type: op.resource_type.clone(),
+                        ..ResourceState::default()
+                    },
+                };
+                if target.resource_type.is_empty() {
+                    target.resource_type = op.resource_type.clone();
+                }
+                if self.orphan || target.retains_on_delete() {
+                    self.book.put(id, None).await;
+                    out.released.push(id.to_owned());
+                    return Ok(if self.orphan {
+                        "orphaned (left in AWS, removed from state)"
+                    } else {
+                        "retained in AWS (DeletionPolicy), removed from state"
+                    });
+                }
+                let (_, result) = delete_recorded(self.registry, &self.ctx, id, &target).await;
+                result?;
+                self.book.put(id, None).await;
+                out.deleted_creates.push(id.to_owned());
+                Ok("deleted")
+            }
+            (OpKind::Update, Some(previous)) if op.is_replacement() => {
+                let new_alive = current
+                    .as_ref()
+                    .filter(|c| c.physical_id == op.physical_id && c.physical_id.is_some());
+                if op.old_resource_retained == Some(false) {
+                    return Err(format!(
+                        "the old resource {} was deleted during the deploy; re-deploy the \
+                         previous version of the app to restore it",
+                        previous.physical_id.as_deref().unwrap_or("?")
+                    ));
+                }
+                if let Some(new) = new_alive {
+                    let (_, result) = delete_recorded(self.registry, &self.ctx, id, new).await;
+                    result?;
+                }
+                self.book.put(id, Some(previous.clone())).await;
+                Ok("swapped back to the old resource (the new one deleted)")
+            }
+            (_, Some(previous)) => {
+                self.restore_in_place(id, previous).await?;
+                Ok("restored to its previous properties")
+            }
+        }
+    }
+
+    /// Sends `previous.properties` to the resource `previous` names and restores the record.
+    async fn restore_in_place(&self, id: &str, previous: &ResourceState) -> Result<(), String> {
+        let Some(physical_id) = previous.physical_id.as_deref() else {
+            return Err("its previous record has no physicalId".into());
+        };
+        let current = self.book.record(id).await;
+        let from = current
+            .as_ref()
+            .filter(|c| c.physical_id == previous.physical_id)
+            .map(|c| c.properties.clone())
+            .unwrap_or_default();
+        if from == previous.properties {
+            self.book.put(id, Some(previous.clone())).await;
+            return Ok(());
+        }
+        if holds_mask(&previous.properties) {
+            return Err(
+                "its previous properties hold a masked secret or NoEcho value, which a \
+                 rollback cannot send back; re-deploy the previous version of the app instead"
+                    .into(),
+            );
+        }
+        let Some((_, provider)) = record_provider(self.registry, previous) else {
+            return Err(format!("no provider serves {}", previous.resource_type));
+        };
+        let req = ResourceRequest {
+            logical_id: id,
+            resource_type: &previous.resource_type,
+            properties: &previous.properties,
+            client_token: None,
+        };
+        match provider
+            .update(&self.ctx, &req, physical_id, &from)
+            .await
+            .map_err(|e| provider_message(&e, id, &previous.resource_type))?
+        {
+            UpdateOutcome::Updated(_) => {
+                self.book.put(id, Some(previous.clone())).await;
+                Ok(())
+            }
+            UpdateOutcome::NeedsReplacement { reason } => Err(format!(
+                "its previous properties cannot be restored in place ({reason})"
+            )),
+        }
+    }
+}
+
+/// Whether stored properties hold a value state keeps masked (a `{{resolve:...}}` expression
+/// standing for a secret, or `***` for a NoEcho value): sending them would write the mask.
+fn holds_mask(properties: &serde_json::Map<String, serde_json::Value>) -> bool {
+    fn walk(v: &serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::String(s) => s.contains("{{resolve:") || s == "***",
+            serde_json::Value::Array(a) => a.iter().any(walk),
+            serde_json::Value::Object(o) => o.values().any(walk),
+            _ => false,
+        }
+    }
+    properties.values().any(walk)
+}
