@@ -5,6 +5,7 @@
 mod bootstrap;
 mod deploy;
 mod destroy;
+mod diff;
 mod force_unlock;
 mod list;
 mod orphan_state;
@@ -145,6 +146,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
     match &cli.command {
         Command::Deploy(args) => deploy::run(&session, args).await,
         Command::Destroy(args) => destroy::run(&session, args).await,
+        Command::Diff(args) => diff::run(&session, args).await,
         Command::Synth(args) => synth::run(&session, args).await,
         Command::List(args) => list::run(&session, args).await,
         Command::Bootstrap(args) => bootstrap::run(&session, args).await,

@@ -4,6 +4,8 @@
 //! progress, warnings and errors go to stderr.
 
 pub mod deploy_report;
+pub mod diff;
+pub mod diff_json;
 pub mod progress;
 pub mod prompt;
 

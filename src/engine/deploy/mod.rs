@@ -22,6 +22,7 @@ mod nested;
 mod outputs;
 mod plan;
 mod prepare;
+pub(crate) mod preview;
 mod report;
 
 use std::path::Path;

@@ -1,0 +1,129 @@
+//! `cdkd diff`: what a deploy of the selected stacks would change, against their state records,
+//! without a lock and without touching anything.
+//!
+//! The diff goes to stdout (human text, or `--json`); warnings to stderr. Exit status: 3 when a
+//! blocking refusal applies (a damaged record, a replacement the deploy refuses), else with
+//! `--fail` 1 when anything would change, else 0. A stack that cannot be diffed at all (no
+//! region, a template error) is an error: exit 1.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use super::{require_complete, select_stacks, Session};
+use crate::assembly::StackArtifact;
+use crate::aws::{ClientOptions, Clients};
+use crate::cli::DiffArgs;
+use crate::engine::diff::{diff_stack, DiffEnv, DiffTarget, StackDiff};
+use crate::error::{Error, ExitStatus, Result};
+use crate::resolve::{ExternalReader, ParameterOverride};
+use crate::ui;
+
+pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
+    let mut parameters = Vec::new();
+    for p in &args.parameters {
+        let Some(parsed) = ParameterOverride::parse(p) else {
+            return Err(Error::Usage(format!(
+                "--parameters {p}: expected KEY=VALUE or STACK:KEY=VALUE"
+            )));
+        };
+        parameters.push(parsed);
+    }
+    let assembly = session.assembly().await?;
+    require_complete(&assembly)?;
+    let stacks = select_stacks(&assembly, &args.selection, false)?;
+    if stacks.is_empty() {
+        ui::info("The app has no stacks; nothing to diff");
+        return Ok(ExitStatus::Success);
+    }
+
+    let settings = &session.settings;
+    let clients = Arc::new(
+        Clients::load(&ClientOptions {
+            region: settings.region.clone(),
+            profile: settings.profile.clone(),
+            role_arn: settings.role_arn.clone(),
+        })
+        .await,
+    );
+    let account_id = clients.account_id().await?;
+    let backend = Arc::new(session.state_backend().await?);
+    // No exports index: a diff reads cross-stack values without writing the index through.
+    let reader = Arc::new(ExternalReader::new(clients.clone(), backend.clone(), None));
+    let env = DiffEnv {
+        backend: backend.clone(),
+        registry: Arc::new(crate::provider::routing::registry_for(&backend)),
+        reader: Some(reader),
+        account_id: account_id.clone(),
+    };
+
+    let mut diffs: Vec<StackDiff> = Vec::new();
+    let mut failed = false;
+    for stack in &stacks {
+        let region = match stack_region(&clients, &account_id, stack) {
+            Ok(r) => r,
+            Err(e) => {
+                ui::error(format!("{}: {e}", stack.display_name));
+                failed = true;
+                continue;
+            }
+        };
+        let target = DiffTarget {
+            stack_name: &stack.stack_name,
+            region: &region,
+            template_file: &stack.template_file,
+        };
+        match diff_stack(&env, &target, &parameters).await {
+            Ok(d) => diffs.push(d),
+            Err(e) => {
+                ui::error(format!("{}: {e}", stack.display_name));
+                failed = true;
+            }
+        }
+    }
+
+    if args.json {
+        ui::output(ui::diff_json::render_json(&diffs));
+    } else if !diffs.is_empty() {
+        let text = ui::diff::render(&diffs, colour_on_stdout());
+        ui::output(text.trim_end());
+    }
+    let changed = diffs.iter().any(StackDiff::has_changes);
+    Ok(if diffs.iter().any(StackDiff::is_blocked) {
+        ExitStatus::Blocked
+    } else if failed || (args.fail && changed) {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// Colour only when stdout is a terminal and NO_COLOR is not set.
+fn colour_on_stdout() -> bool {
+    std::env::var_os(crate::env::NO_COLOR).is_none() && std::io::stdout().is_terminal()
+}
+
+/// The region a stack is diffed in (as the deploy would pick it), or why there is none.
+fn stack_region(
+    clients: &Clients,
+    account_id: &str,
+    stack: &StackArtifact,
+) -> std::result::Result<String, String> {
+    if let Some(pinned) = stack.environment.account.as_deref() {
+        if pinned != account_id {
+            return Err(format!(
+                "the stack targets account {pinned}, but the credentials are for account \
+                 {account_id}"
+            ));
+        }
+    }
+    stack
+        .environment
+        .region
+        .clone()
+        .or_else(|| clients.default_region())
+        .ok_or_else(|| {
+            "no region: the stack does not pin one and none is configured (--region, \
+             AWS_REGION or the profile)"
+                .into()
+        })
+}
