@@ -76,11 +76,14 @@ impl Session {
     /// The S3 state backend, its client targeted at the bucket's region.
     pub async fn state_backend(&self) -> Result<S3Backend> {
         let bucket = self.state_bucket().await?;
-        Ok(S3Backend::connect(
+        let backend = S3Backend::connect(
             self.clients().await,
             &bucket,
             StateKeys::new(self.settings.state_prefix.clone()),
-        ))
+        );
+        // Custom-resource handlers answer into this bucket, whichever command runs them.
+        crate::provider::routing::use_state_bucket_for_custom_resources(&backend);
+        Ok(backend)
     }
 
     /// Runs the app (or reads the assembly directory) and returns the loaded assembly.

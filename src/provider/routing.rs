@@ -35,6 +35,18 @@ pub fn registry_for(backend: &crate::state::backend::S3Backend) -> Registry {
     ))
 }
 
+/// Registers `backend`'s bucket as the process's custom-resource answer path, for registries
+/// built with [`default_registry`] (see [`responses::set_process_default`]).
+///
+/// [`responses::set_process_default`]: super::custom::responses::set_process_default
+pub fn use_state_bucket_for_custom_resources(backend: &crate::state::backend::S3Backend) {
+    super::custom::responses::set_process_default(CustomResourceResponses::new(
+        backend.client().clone(),
+        backend.bucket(),
+        backend.keys().prefix(),
+    ));
+}
+
 /// Every SDK provider, the wait-condition types, `custom` for custom resources, Cloud Control
 /// for the rest.
 pub fn registry_with(custom: CustomResourceProvider) -> Registry {

@@ -113,8 +113,9 @@ enum Answer {
 }
 
 impl CustomResourceProvider {
-    /// Handlers answer into `responses` (the state bucket). Without one, every custom resource
-    /// is refused with an error that says so.
+    /// Handlers answer into `responses` (the state bucket). Without one, into the bucket the
+    /// process registered ([`responses::set_process_default`]), else every custom resource is
+    /// refused with an error that says so.
     pub fn new(responses: Option<ResponseBucket>) -> Self {
         CustomResourceProvider {
             responses,
@@ -162,13 +163,20 @@ impl CustomResourceProvider {
                 ),
             )
         })?;
-        let bucket = self.responses.as_ref().ok_or_else(|| {
-            ProviderError::failed(
-                req,
-                "no state bucket is configured for custom-resource responses; this is a cdkd \
-                 bug when it happens during cdkd deploy",
-            )
-        })?;
+        let fallback;
+        let bucket = match &self.responses {
+            Some(b) => b,
+            None => {
+                fallback = responses::process_default().ok_or_else(|| {
+                    ProviderError::failed(
+                        req,
+                        "no state bucket is configured for custom-resource responses (a cdkd \
+                         bug when it happens in a command that connects to the state bucket)",
+                    )
+                })?;
+                &fallback
+            }
+        };
         let request_id = envelope::new_request_id(req.logical_id);
         let key = bucket.key(&request_id);
         let url = bucket

@@ -7,6 +7,7 @@
 //! full cfn-response, Data included, so cleanup deletes it AND purges the key's noncurrent
 //! versions (the bucket is versioned); a purge failure warns and never fails the operation.
 
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::presigning::PresigningConfig;
@@ -23,6 +24,28 @@ pub const RESPONSE_OBJECT_DESCRIPTION: &str =
 const RESPONSE_OBJECT_KIND: &str = "custom-resource-response";
 /// SigV4 presigned URLs live at most a week.
 const MAX_URL_LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
+
+fn process_default_cell() -> &'static Mutex<Option<ResponseBucket>> {
+    static CELL: OnceLock<Mutex<Option<ResponseBucket>>> = OnceLock::new();
+    CELL.get_or_init(|| Mutex::new(None))
+}
+
+/// Makes `bucket` the answer path of every custom-resource provider built without one (the
+/// commands that only hold `routing::default_registry()`: destroy, rollback). A cdkd process
+/// works against one state bucket; the session registers it when it connects.
+pub fn set_process_default(bucket: ResponseBucket) {
+    *process_default_cell()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some(bucket);
+}
+
+/// The bucket [`set_process_default`] registered, if any.
+pub fn process_default() -> Option<ResponseBucket> {
+    process_default_cell()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}
 
 /// Where handlers answer: the state bucket, through a client aimed at its region.
 #[derive(Clone, Debug)]
