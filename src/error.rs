@@ -54,6 +54,8 @@ pub enum Error {
     Plan(#[from] PlanError),
     #[error(transparent)]
     Edit(#[from] EditError),
+    #[error(transparent)]
+    Assets(#[from] crate::assets::AssetError),
     /// The command exists in the surface but its engine is not part of this build yet.
     #[error("`cdkd {command}` is not available in this build yet: its engine has not landed; nothing was changed")]
     NotImplemented { command: &'static str },

@@ -17,6 +17,7 @@
 //! See docs/architecture.md for the full module map and the layers still to come.
 
 pub mod assembly;
+pub mod assets;
 pub mod aws;
 pub mod cli;
 pub mod commands;

@@ -225,3 +225,111 @@ async fn nested_fixture_deploys_its_child_and_a_redeploy_changes_nothing() {
         "the child's queue is deleted"
     );
 }
+
+/// The object's bytes, or `None` when it does not exist.
+async fn object(bucket: &str, key: &str) -> Option<(Vec<u8>, String)> {
+    let got = s3_client()
+        .await
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .ok()?;
+    let etag = got.e_tag().unwrap_or_default().to_owned();
+    Some((got.body.collect().await.ok()?.into_bytes().to_vec(), etag))
+}
+
+#[tokio::test]
+async fn lambda_fixture_publishes_its_code_asset_once() {
+    const KEY: &str = "fb572e8d8b89ba04eed20c2cd2f29ce81dfb8f032efac2d1545631938d9b018f.zip";
+    let bucket = bootstrap();
+    let account = account().await;
+    let assets = create_cdk_asset_bucket(&account).await;
+    let s3 = s3_client().await;
+    // Another test of this binary (or an earlier run) may have published it already.
+    let _ = s3.delete_object().bucket(&assets).key(KEY).send().await;
+    let dir = copy_fixture("lambda");
+    let (_, stderr) = ok(run("deploy", dir.path(), &bucket, &[]));
+    assert!(
+        stderr.contains(&format!("uploaded to s3://{assets}/{KEY}")),
+        "{stderr}"
+    );
+
+    // The object is the zip of the asset directory, holding the handler.
+    let (bytes, object_etag) = object(&assets, KEY).await.expect("the code asset object");
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("a zip");
+    let names: Vec<String> = archive
+        .file_names()
+        .map(|n| n.expect("name").into_owned())
+        .collect();
+    assert_eq!(names, vec!["index.js".to_owned()]);
+    let mut handler = String::new();
+    std::io::Read::read_to_string(&mut archive.by_index(0).unwrap(), &mut handler).unwrap();
+    let original =
+        std::fs::read_to_string(fixture("lambda").join(
+            "asset.fb572e8d8b89ba04eed20c2cd2f29ce81dfb8f032efac2d1545631938d9b018f/index.js",
+        ))
+        .unwrap();
+    assert_eq!(handler, original);
+    // The stack's own template is not uploaded.
+    assert!(
+        object(
+            &assets,
+            "b3aa5063397d039163e9bfd6628768f404053326799e155b1ae2c0593276a54a.json"
+        )
+        .await
+        .is_none(),
+        "the stack template is not an asset cdkd uploads"
+    );
+
+    // The function's code points at the asset.
+    let (state_before, state_etag) = state(&bucket, "LambdaStack").await.expect("state");
+    let function = &state_before["resources"]["AssetFunctionA633A7D1"];
+    assert_eq!(function["properties"]["Code"]["S3Bucket"], assets.as_str());
+    assert_eq!(function["properties"]["Code"]["S3Key"], KEY);
+    let name = function["physicalId"].as_str().expect("function name");
+    let lambda = aws_sdk_lambda::Client::new(&sdk_config().await);
+    let got = lambda
+        .get_function()
+        .function_name(name)
+        .send()
+        .await
+        .expect("the function exists");
+    assert!(got.configuration().is_some());
+
+    // A second deploy: the upload is skipped and nothing changes.
+    let (_, stderr) = ok(run("deploy", dir.path(), &bucket, &[]));
+    assert!(
+        stderr.contains(&format!("already in s3://{assets}/{KEY}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no changes"), "{stderr}");
+    assert_eq!(object(&assets, KEY).await.expect("object").1, object_etag);
+    assert_eq!(state(&bucket, "LambdaStack").await.unwrap().1, state_etag);
+
+    // publish-assets alone: nothing new to upload.
+    let (_, stderr) = ok(run("publish-assets", dir.path(), &bucket, &[]));
+    assert!(stderr.contains("1 already present"), "{stderr}");
+}
+
+#[tokio::test]
+async fn publish_assets_without_the_asset_bucket_names_it() {
+    let bucket = bootstrap();
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&fixture("lambda"), dir.path());
+    // Point the asset at a bucket nobody made.
+    let manifest_file = dir.path().join("LambdaStack.assets.json");
+    let missing = unique_name("cdkd-no-such-assets");
+    let text = std::fs::read_to_string(&manifest_file).unwrap().replace(
+        "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}",
+        &missing,
+    );
+    std::fs::write(&manifest_file, text).unwrap();
+    let (code, _, stderr) = run("publish-assets", dir.path(), &bucket, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("the asset bucket {missing} does not exist")),
+        "{stderr}"
+    );
+}

@@ -9,6 +9,7 @@ mod diff;
 mod force_unlock;
 mod list;
 mod orphan_state;
+mod publish_assets;
 mod state;
 mod synth;
 
@@ -155,6 +156,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Bootstrap(args) => bootstrap::run(&session, args).await,
         Command::State(cmd) => state::run(&session, cmd).await,
         Command::ForceUnlock(args) => force_unlock::run(&session, args).await,
+        Command::PublishAssets(args) => publish_assets::run(&session, args).await,
         other => Err(Error::NotImplemented {
             command: other.name(),
         }),

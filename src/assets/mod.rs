@@ -1,0 +1,405 @@
+//! Publishing the file and container assets a stack needs before it deploys (its asset
+//! manifests: the `cdk:asset-manifest` artifacts the stack artifact depends on).
+//!
+//! Each asset is bound to each of its destinations with `${AWS::AccountId}`,
+//! `${AWS::Region}` and `${AWS::Partition}` filled in for the stack's environment, and
+//! published once however many stacks need it, all in parallel: file assets to S3
+//! ([`file`]; a directory as a deterministic zip, [`zip`]), skipped when the object already
+//! exists; container images with docker ([`container`]). The stack's own template is not
+//! uploaded: cdkd deploys without CloudFormation and never reads it from S3.
+//!
+//! Destinations are used as the asset manifest names them (the CDK bootstrap's bucket and
+//! repository: the spec's legacy mode) unless the region's asset-storage marker
+//! (`cdkd-bootstrap/{region}.json` in the state bucket) opts it into cdkd-owned storage, which
+//! this build does not support yet: it refuses rather than publish where the deployed
+//! templates do not point. Publishing roles (`assumeRoleArn`) are not assumed: the caller's
+//! credentials publish.
+
+pub mod container;
+pub mod file;
+pub mod zip;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::assembly::assets::AssetManifest;
+use crate::assembly::{AssemblyError, StackArtifact};
+use crate::aws::{AwsError, Clients};
+use crate::resolve::partition_for_region;
+use crate::state::backend::S3Backend;
+use crate::ui;
+use container::{ImageJob, ImageSource};
+use file::{FileJob, FileOutcome};
+
+/// Uploads and pushes at once.
+const CONCURRENCY: usize = 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AssetError {
+    #[error(transparent)]
+    Assembly(#[from] AssemblyError),
+    #[error(transparent)]
+    Aws(#[from] AwsError),
+    #[error("asset source {path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("asset source {path}: cannot zip: {message}")]
+    Zip { path: PathBuf, message: String },
+    #[error("asset {asset}: {message}")]
+    Packaging { asset: String, message: String },
+    #[error(
+        "asset {asset}: the asset bucket {bucket} does not exist in {region}; bootstrap the \
+         environment first (`cdk bootstrap` creates it)"
+    )]
+    MissingBucket {
+        bucket: String,
+        region: String,
+        asset: String,
+    },
+    #[error(
+        "container image assets need docker, which does not run here (`docker version` \
+         failed; set CDK_DOCKER to use another executable); stacks that need one: {}; \
+         nothing was deployed",
+        .stacks.join(", ")
+    )]
+    DockerUnavailable { stacks: Vec<String> },
+    #[error("asset {asset}: {step} failed: {message}")]
+    Docker {
+        asset: String,
+        step: String,
+        message: String,
+    },
+    #[error("stack {stack}: no region to publish its assets to: the stack does not pin one and none is configured (--region, AWS_REGION or the profile)")]
+    NoRegion { stack: String },
+    #[error(
+        "region {region} opted into cdkd-owned asset storage ({marker} in the state bucket), \
+         which this build cannot deploy to yet; nothing was published"
+    )]
+    CdkdAssetMode { region: String, marker: String },
+    #[error("{} asset(s) failed to publish: {}", .0.len(), .0.join("; "))]
+    Several(Vec<String>),
+}
+
+/// What publishing did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PublishReport {
+    pub uploaded: usize,
+    pub already_present: usize,
+    pub images_pushed: usize,
+}
+
+impl PublishReport {
+    pub fn is_empty(&self) -> bool {
+        self.uploaded + self.already_present + self.images_pushed == 0
+    }
+}
+
+/// Everything the selected stacks need published, deduplicated by destination.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PublishPlan {
+    pub files: Vec<FileJob>,
+    pub images: Vec<ImageJob>,
+}
+
+/// Replaces `${AWS::AccountId}`, `${AWS::Region}` and `${AWS::Partition}`.
+pub fn substitute(text: &str, account: &str, region: &str) -> String {
+    text.replace("${AWS::AccountId}", account)
+        .replace("${AWS::Region}", region)
+        .replace("${AWS::Partition}", partition_for_region(region).name)
+}
+
+/// The publish work of `stacks`: every asset of their asset manifests bound to each
+/// destination, in the stack's environment (its pinned account and region, else the caller's).
+pub fn plan(
+    stacks: &[&StackArtifact],
+    caller_account: &str,
+    default_region: Option<&str>,
+) -> Result<PublishPlan, AssetError> {
+    let mut files: BTreeMap<(String, String, String), FileJob> = BTreeMap::new();
+    let mut images: BTreeMap<String, ImageJob> = BTreeMap::new();
+    for stack in stacks {
+        let account = stack
+            .environment
+            .account
+            .clone()
+            .unwrap_or_else(|| caller_account.to_owned());
+        let Some(stack_region) = stack
+            .environment
+            .region
+            .clone()
+            .or_else(|| default_region.map(str::to_owned))
+        else {
+            if stack.asset_manifests.is_empty() {
+                continue;
+            }
+            return Err(AssetError::NoRegion {
+                stack: stack.display_name.clone(),
+            });
+        };
+        for manifest_file in &stack.asset_manifests {
+            let manifest = AssetManifest::load(manifest_file)?;
+            let dir = manifest_file
+                .parent()
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            let display_of = |id: &str, kind: &str| -> String {
+                let entry = if kind == "file" {
+                    manifest.files.get(id)
+                } else {
+                    manifest.docker_images.get(id)
+                };
+                entry
+                    .and_then(|e| e.get("displayName"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| id.to_owned())
+            };
+            for asset in manifest.file_assets(manifest_file)? {
+                if asset.source_path == stack.template_file {
+                    continue;
+                }
+                for d in &asset.destinations {
+                    let region = d
+                        .region
+                        .as_deref()
+                        .map(|r| substitute(r, &account, &stack_region))
+                        .unwrap_or_else(|| stack_region.clone());
+                    let bucket = substitute(&d.bucket_name, &account, &region);
+                    let key = substitute(&d.object_key, &account, &region);
+                    let job = files
+                        .entry((region.clone(), bucket.clone(), key.clone()))
+                        .or_insert_with(|| FileJob {
+                            asset_id: asset.id.clone(),
+                            display: display_of(&asset.id, "file"),
+                            source_path: asset.source_path.clone(),
+                            packaging: asset.packaging.clone(),
+                            bucket,
+                            key,
+                            region,
+                            stacks: Vec::new(),
+                        });
+                    if !job.stacks.contains(&stack.display_name) {
+                        job.stacks.push(stack.display_name.clone());
+                    }
+                }
+            }
+            for (id, entry) in &manifest.docker_images {
+                let source = ImageSource::from_entry(entry, &dir);
+                let dests = entry
+                    .get("destinations")
+                    .and_then(serde_json::Value::as_object);
+                for d in dests.into_iter().flat_map(|m| m.values()) {
+                    let text = |k: &str| d.get(k).and_then(serde_json::Value::as_str);
+                    let region = text("region")
+                        .map(|r| substitute(r, &account, &stack_region))
+                        .unwrap_or_else(|| stack_region.clone());
+                    let repository = substitute(
+                        text("repositoryName").unwrap_or_default(),
+                        &account,
+                        &region,
+                    );
+                    let tag = substitute(text("imageTag").unwrap_or(id), &account, &region);
+                    let host = format!(
+                        "{account}.dkr.ecr.{region}.{}",
+                        partition_for_region(&region).url_suffix
+                    );
+                    let image_uri = format!("{host}/{repository}:{tag}");
+                    let job = images.entry(image_uri.clone()).or_insert_with(|| ImageJob {
+                        asset_id: id.clone(),
+                        display: display_of(id, "image"),
+                        source: source.clone(),
+                        image_uri,
+                        region,
+                        stacks: Vec::new(),
+                    });
+                    if !job.stacks.contains(&stack.display_name) {
+                        job.stacks.push(stack.display_name.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(PublishPlan {
+        files: files.into_values().collect(),
+        images: images.into_values().collect(),
+    })
+}
+
+/// Refuses regions whose asset-storage marker opts into cdkd-owned storage (not supported by
+/// this build), so nothing is published where the templates do not point.
+async fn check_asset_mode(backend: &S3Backend, plan: &PublishPlan) -> Result<(), AssetError> {
+    let mut regions: Vec<&str> = plan
+        .files
+        .iter()
+        .map(|f| f.region.as_str())
+        .chain(plan.images.iter().map(|i| i.region.as_str()))
+        .collect();
+    regions.sort_unstable();
+    regions.dedup();
+    for region in regions {
+        let marker = crate::state::keys::bootstrap_marker_key(region);
+        if backend.get_object(&marker).await?.is_some() {
+            return Err(AssetError::CdkdAssetMode {
+                region: region.to_owned(),
+                marker,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Publishes everything `stacks` need, in parallel; every failure is reported together.
+pub async fn publish(
+    clients: &Clients,
+    backend: &S3Backend,
+    caller_account: &str,
+    stacks: &[&StackArtifact],
+) -> Result<PublishReport, AssetError> {
+    let plan = plan(stacks, caller_account, clients.default_region().as_deref())?;
+    if plan.files.is_empty() && plan.images.is_empty() {
+        return Ok(PublishReport::default());
+    }
+    check_asset_mode(backend, &plan).await?;
+    if !plan.images.is_empty() && !container::docker_available().await {
+        let mut stacks: Vec<String> = plan
+            .images
+            .iter()
+            .flat_map(|i| i.stacks.iter().cloned())
+            .collect();
+        stacks.sort();
+        stacks.dedup();
+        return Err(AssetError::DockerUnavailable { stacks });
+    }
+
+    enum Done {
+        File(FileOutcome),
+        Image,
+    }
+    let permits = Arc::new(Semaphore::new(CONCURRENCY));
+    let mut tasks: JoinSet<(String, Result<Done, AssetError>)> = JoinSet::new();
+    for job in plan.files {
+        let s3 = clients.s3(Some(&job.region));
+        let permits = permits.clone();
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let result = file::publish_file(&s3, &job).await;
+            if let Ok(outcome) = &result {
+                let what = match outcome {
+                    FileOutcome::Uploaded => "uploaded to",
+                    FileOutcome::AlreadyPresent => "already in",
+                };
+                ui::info(format!(
+                    "  asset {}: {what} s3://{}/{}",
+                    job.display, job.bucket, job.key
+                ));
+            }
+            (job.display, result.map(Done::File))
+        });
+    }
+    for job in plan.images {
+        let permits = permits.clone();
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let result = container::publish_image(&job).await;
+            if result.is_ok() {
+                ui::info(format!("  asset {}: pushed {}", job.display, job.image_uri));
+            }
+            (job.display, result.map(|()| Done::Image))
+        });
+    }
+    let mut report = PublishReport::default();
+    let mut failures: Vec<AssetError> = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((_, Ok(Done::File(FileOutcome::Uploaded)))) => report.uploaded += 1,
+            Ok((_, Ok(Done::File(FileOutcome::AlreadyPresent)))) => report.already_present += 1,
+            Ok((_, Ok(Done::Image))) => report.images_pushed += 1,
+            Ok((_, Err(e))) => failures.push(e),
+            Err(e) => failures.push(AssetError::Packaging {
+                asset: "(task)".into(),
+                message: format!("publishing stopped: {e}"),
+            }),
+        }
+    }
+    match failures.len() {
+        0 => Ok(report),
+        1 => Err(failures.remove(0)),
+        _ => Err(AssetError::Several(
+            failures.iter().map(ToString::to_string).collect(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn placeholders_are_filled_in() {
+        assert_eq!(
+            substitute(
+                "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}",
+                "123456789012",
+                "eu-west-1"
+            ),
+            "cdk-hnb659fds-assets-123456789012-eu-west-1"
+        );
+        assert_eq!(
+            substitute("arn:${AWS::Partition}:x", "1", "cn-north-1"),
+            "arn:aws-cn:x"
+        );
+    }
+
+    #[test]
+    fn the_lambda_fixture_plans_its_code_asset_but_not_its_template() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/apps/lambda/cdk.out");
+        let assembly = crate::assembly::CloudAssembly::load(&dir).unwrap();
+        let stacks: Vec<&StackArtifact> = assembly.stacks.iter().collect();
+        let plan = plan(&stacks, "123456789012", Some("us-east-1")).unwrap();
+        assert!(plan.images.is_empty());
+        assert_eq!(plan.files.len(), 1, "{plan:?}");
+        let job = &plan.files[0];
+        assert_eq!(job.bucket, "cdk-hnb659fds-assets-123456789012-us-east-1");
+        assert_eq!(
+            job.key,
+            "fb572e8d8b89ba04eed20c2cd2f29ce81dfb8f032efac2d1545631938d9b018f.zip"
+        );
+        assert_eq!(job.packaging, "zip");
+        assert_eq!(job.region, "us-east-1");
+        assert_eq!(job.stacks, vec!["LambdaStack".to_owned()]);
+        assert!(job.source_path.is_dir());
+    }
+
+    #[test]
+    fn the_nested_fixture_plans_the_child_template() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/apps/nested/cdk.out");
+        let assembly = crate::assembly::CloudAssembly::load(&dir).unwrap();
+        let stacks: Vec<&StackArtifact> = assembly.stacks.iter().collect();
+        let plan = plan(&stacks, "111111111111", Some("eu-central-1")).unwrap();
+        let keys: Vec<&str> = plan.files.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            vec!["41bdeb5ceecaeb5a694712f72ba80dee989bac0dab174583714f90caaea02dc6.json"]
+        );
+        assert_eq!(plan.files[0].packaging, "file");
+    }
+
+    #[test]
+    fn a_stack_without_a_region_is_refused_only_when_it_has_assets() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/apps/lambda/cdk.out");
+        let assembly = crate::assembly::CloudAssembly::load(&dir).unwrap();
+        let stacks: Vec<&StackArtifact> = assembly.stacks.iter().collect();
+        assert!(matches!(
+            plan(&stacks, "1", None),
+            Err(AssetError::NoRegion { .. })
+        ));
+    }
+}
