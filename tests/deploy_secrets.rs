@@ -211,7 +211,11 @@ async fn secrets_and_no_echo_values_never_reach_state_or_the_terminal() {
                 "Value": "x",
                 "Export": {"Name": {"Fn::Sub": "exp-${DbPass}"}}
             },
-            "Fine": {"Value": "y", "Export": {"Name": format!("{stack}-fine")}}
+            "Fine": {"Value": "y", "Export": {"Name": format!("{stack}-fine")}},
+            // The NoEcho value in full-width letters: refused, the name withheld.
+            "Folded": {"Value": "z", "Export": {"Name": "exp-\u{FF2E}\u{FF10}\u{FF25}\u{FF43}\u{FF48}\u{FF10}\u{FF36}\u{FF41}\u{FF4C}\u{FF55}\u{FF45}"}},
+            // A name that resolves a secret: refused, the secret masked.
+            "SecretName": {"Value": "w", "Export": {"Name": format!("exp-{secure_ref}")}}
         }
     });
     app.write_stacks(&[(&stack, &template, &[])]);
@@ -265,6 +269,16 @@ async fn secrets_and_no_echo_values_never_reach_state_or_the_terminal() {
     assert!(
         stderr.contains("Leaky") && stderr.contains("NoEcho parameter DbPass"),
         "the refused export is warned about:\n{stderr}"
+    );
+    let folded_line = stderr
+        .lines()
+        .find(|l| l.contains("output Folded"))
+        .unwrap_or_else(|| panic!("the folded export is warned about:\n{stderr}"));
+    assert!(folded_line.contains("(withheld)"), "{folded_line}");
+    assert!(!stderr.contains('\u{FF2E}'), "the folded spelling is not shown");
+    assert!(
+        stderr.contains("output SecretName") && stderr.contains("contains a resolved secret"),
+        "the secret-bearing export is warned about:\n{stderr}"
     );
 
     // No plaintext anywhere: every version of every object, and the terminal.
