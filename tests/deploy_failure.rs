@@ -520,3 +520,156 @@ async fn two_deploys_of_one_stack_one_waits_out_and_fails_naming_the_holder() {
     );
     assert!(app.state().await.is_some());
 }
+
+#[tokio::test]
+async fn a_create_an_interrupted_run_sent_is_taken_over_not_duplicated() {
+    let config = sdk_config().await;
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    let iam = aws_sdk_iam::Client::new(&config);
+
+    // A parameter with a declared name, and a role whose name cdkd generates.
+    let app = App::new("adopt");
+    let template = json!({"Resources": {
+        "Param": {"Type": "AWS::SSM::Parameter", "Properties": {
+            "Name": format!("/{}/adopted", app.stack), "Type": "String", "Value": "v1"}},
+        "Role": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+            "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}}}
+    }});
+    app.write(&template);
+
+    // Without a ledger entry, a parameter that already exists is someone else's: refused.
+    ssm.put_parameter()
+        .name(format!("/{}/adopted", app.stack))
+        .value("v1")
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .expect("parameter");
+    let (code, stderr) = app.deploy(&["--no-rollback"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("ParameterAlreadyExists"), "{stderr}");
+
+    // The run that "made" them was killed before state named them; its ledger says so.
+    let other = App::new("adopt2");
+    let mut with_name = template.clone();
+    with_name["Resources"]["Param"]["Properties"]["Name"] =
+        json!(format!("/{}/adopted", other.stack));
+    other.write(&with_name);
+    ssm.put_parameter()
+        .name(format!("/{}/adopted", other.stack))
+        .value("v1")
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .expect("parameter");
+    let token = "feedfacefeedfacefeedfacefeedface";
+    // The role name a create under that token generates.
+    let role_name = cdkd::provider::naming::compose(
+        &other.stack,
+        "Role",
+        &cdkd::state::ledger::name_suffix(token, "Role"),
+        cdkd::provider::naming::IAM_NAME,
+    );
+    iam.create_role()
+        .role_name(&role_name)
+        .assume_role_policy_document(
+            template["Resources"]["Role"]["Properties"]["AssumeRolePolicyDocument"].to_string(),
+        )
+        .send()
+        .await
+        .expect("role");
+    let ledger = json!({"version": 1, "nonce": "0123456789abcdef", "recordSaved": false,
+        "sent": {"Param": {"token": "aaaa", "firstSentAt": 1},
+                 "Role": {"token": token, "firstSentAt": 1}}});
+    s3_client()
+        .await
+        .put_object()
+        .bucket(&other.bucket)
+        .key(other.key("create-tokens.json"))
+        .body(ledger.to_string().into_bytes().into())
+        .send()
+        .await
+        .expect("ledger written");
+
+    let (code, stderr) = other.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!("took over /{}/adopted", other.stack)),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("took over {role_name}")),
+        "{stderr}"
+    );
+    let recorded = other.recorded().await;
+    assert!(recorded.contains(&role_name), "{recorded:?}");
+    let roles = iam
+        .list_roles()
+        .send()
+        .await
+        .expect("roles")
+        .roles()
+        .iter()
+        .filter(|r| r.role_name().starts_with(&format!("{}-Role-", other.stack)))
+        .count();
+    assert_eq!(roles, 1, "no second role");
+}
+
+#[tokio::test]
+async fn ctrl_c_finishes_in_flight_work_saves_state_writes_the_journal_and_unlocks() {
+    let app = App::new("ctrlc");
+    write_twenty(&app);
+    let bin = assert_cmd::cargo::cargo_bin("cdkd");
+    let mut child = Command::new(bin)
+        .current_dir(app.dir.path())
+        .args(app.args("deploy"))
+        .args(["--concurrency", "2"])
+        .envs(emulator_env())
+        .env_remove("CDKD_STATE_BUCKET")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cdkd");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Live::of(&app.stack).await.count() < 3 {
+        assert!(Instant::now() < deadline, "the deploy never started");
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "finished too soon"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("cdkd ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+
+    // Whatever exists is recorded, the lock is gone, and the journal names this attempt.
+    let live = Live::of(&app.stack).await;
+    let recorded = app.recorded().await;
+    assert!(live.count() < 20, "interrupted before the end");
+    assert!(
+        live.all().is_subset(&recorded),
+        "{:?} vs {recorded:?}",
+        live.all()
+    );
+    assert!(
+        app.object("lock.json").await.is_none(),
+        "the lock was released"
+    );
+    let journal = app.object("rollback-journal.json").await.expect("journal");
+    assert_eq!(journal["segments"][0]["reason"], "interrupted");
+
+    // The next deploy finishes the job and clears the journal.
+    let (code, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(Live::of(&app.stack).await.count(), 20);
+    assert!(app.object("rollback-journal.json").await.is_none());
+}
