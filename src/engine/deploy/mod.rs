@@ -34,7 +34,7 @@ use tokio::sync::watch;
 
 pub use changes::{diff_properties, is_stateful, values_equal};
 pub(crate) use delete::delete_recorded;
-pub(crate) use nested::{destroy_child, is_nested};
+pub(crate) use nested::is_nested;
 pub use dry_run::{dry_run, DryRun};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 

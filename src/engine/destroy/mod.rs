@@ -19,6 +19,8 @@ mod book;
 mod cleanup;
 pub mod scan;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,7 +31,7 @@ pub use cleanup::CleanupError;
 pub use scan::{Consumer, ScanError};
 
 use crate::aws::Clients;
-use crate::engine::deploy::{delete_recorded, Action, Done};
+use crate::engine::deploy::{delete_recorded, is_nested, Action, Done};
 use crate::engine::walk::{walk, WalkOptions};
 use crate::error::Error;
 use crate::plan::{DependencyGraph, Direction, RecordNode};
@@ -37,6 +39,7 @@ use crate::provider::{ProviderContext, Registry, Route};
 use crate::resolve::partition_for_region;
 use crate::state::backend::{BackendError, S3Backend};
 use crate::state::exports::ExportIndexStore;
+use crate::state::keys::nested_stack_name;
 use crate::state::lock::{default_owner, HeldLock, LockManager, DEFAULT_LOCK_TTL};
 use crate::state::{ResourceState, StateError};
 use crate::ui;
@@ -158,6 +161,7 @@ struct Run {
     region: String,
     account_id: String,
     partition: String,
+    options: DestroyOptions,
 }
 
 async fn destroy_locked(
@@ -226,6 +230,7 @@ async fn destroy_locked(
         region: region.to_owned(),
         account_id: env.account_id.clone(),
         partition: partition_for_region(region).name.to_owned(),
+        options: options.clone(),
     });
     if !run.records.is_empty() {
         ui::info(format!(
@@ -333,7 +338,11 @@ async fn destroy_one(run: &Run, id: &str) -> Result<Done, (Done, String)> {
         partition: &run.partition,
         no_wait: false,
     };
-    let (route, result) = delete_recorded(&run.registry, &ctx, id, rec).await;
+    let (route, result) = if is_nested(&rec.resource_type) {
+        (Route::Sdk, destroy_nested(run, id).await)
+    } else {
+        delete_recorded(&run.registry, &ctx, id, rec).await
+    };
     let done = Done::new(id, &rec.resource_type, route);
     match result {
         Ok(()) => {
@@ -342,4 +351,43 @@ async fn destroy_one(run: &Run, id: &str) -> Result<Done, (Done, String)> {
         }
         Err(message) => Err((done.with(Action::Failed, started), message)),
     }
+}
+
+/// Destroys the nested child `{stack}~{id}` a parent's row stands for, as a stack of its own
+/// (its lock, its refusals, its record, ledger and journal), before the row goes.
+fn destroy_nested<'a>(
+    run: &'a Run,
+    id: &'a str,
+) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
+    Box::pin(async move {
+        let child = nested_stack_name(&run.stack, id);
+        let env = DestroyEnv {
+            clients: run.clients.clone(),
+            backend: run.backend.clone(),
+            registry: run.registry.clone(),
+            exports: run.exports.clone(),
+            account_id: run.account_id.clone(),
+        };
+        let target = DestroyTarget {
+            stack_name: &child,
+            region: &run.region,
+        };
+        match destroy_stack(&env, &target, &run.options).await {
+            Ok(report) if report.is_success() => Ok(()),
+            Ok(report) => Err(format!(
+                "nested stack {child}: destroy incomplete ({} failed, {} skipped); its record \
+                 keeps {} resource(s): {}",
+                report.failures.len(),
+                report.skipped.len(),
+                report.remaining.len(),
+                report
+                    .failures
+                    .iter()
+                    .map(|(id, e)| format!("{id}: {e}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            Err(e) => Err(format!("nested stack {child}: {e}")),
+        }
+    })
 }

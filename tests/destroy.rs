@@ -1,0 +1,620 @@
+//! `cdkd destroy` and `cdkd state destroy` end to end against the emulator: the fixture apps
+//! deployed then destroyed, the strong-reference refusal, partial destroys (exit 2) and their
+//! re-runs, non-empty and auto-emptied buckets, retained resources, the record refusals, and
+//! the sidecars a destroy removes. Each test has its own state bucket.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use support::http::http;
+use support::{cdkd, s3_client, sdk_config, unique_name};
+use tempfile::TempDir;
+
+const REGION: &str = "us-east-1";
+
+/// (exit code, stdout, stderr) of `cdkd <args> --state-bucket <bucket>` run in `dir`.
+fn run(dir: &Path, bucket: &str, args: &[&str]) -> (i32, String, String) {
+    let out = cdkd()
+        .current_dir(dir)
+        .args(args)
+        .args(["--state-bucket", bucket])
+        .output()
+        .expect("runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    eprintln!("--- cdkd {args:?}\n{stderr}");
+    (out.status.code().unwrap_or(-1), stdout, stderr)
+}
+
+fn bootstrap(prefix: &str) -> String {
+    let bucket = unique_name(prefix);
+    let (code, _, stderr) = run(Path::new("."), &bucket, &["bootstrap"]);
+    assert_eq!(code, 0, "{stderr}");
+    bucket
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/apps/{name}/cdk.out"))
+}
+
+/// Deploys then destroys with `--app <dir>`; returns the destroy's (code, stderr).
+fn app_cmd(dir: &Path, bucket: &str, args: &[&str]) -> (i32, String) {
+    let app = dir.to_str().unwrap();
+    let mut full = args.to_vec();
+    full.extend(["--app", app]);
+    let (code, _, stderr) = run(dir, bucket, &full);
+    (code, stderr)
+}
+
+/// A hand-written cloud assembly of one stack.
+struct App {
+    dir: TempDir,
+    stack: String,
+    bucket: String,
+}
+
+impl App {
+    fn new(prefix: &str, template: &Value) -> App {
+        let app = App {
+            dir: tempfile::tempdir().expect("temp dir"),
+            stack: format!("Destroy{}", unique_name(prefix).replace('-', "x")),
+            bucket: bootstrap("cdkd-destroy"),
+        };
+        let file = format!("{}.template.json", app.stack);
+        let manifest = json!({"version": "36.0.0", "artifacts": {app.stack.clone(): {
+            "type": "aws:cloudformation:stack",
+            "environment": "aws://unknown-account/unknown-region",
+            "properties": {"templateFile": file}
+        }}});
+        std::fs::write(app.dir.path().join(&file), template.to_string()).unwrap();
+        std::fs::write(app.dir.path().join("manifest.json"), manifest.to_string()).unwrap();
+        app
+    }
+
+    fn cmd(&self, args: &[&str]) -> (i32, String) {
+        app_cmd(self.dir.path(), &self.bucket, args)
+    }
+
+    fn deploy(&self) {
+        let (code, stderr) = self.cmd(&["deploy"]);
+        assert_eq!(code, 0, "deploy failed:\n{stderr}");
+    }
+
+    fn state(&self) -> Option<Value> {
+        state_json(&self.bucket, &self.stack)
+    }
+
+    fn physical_id(&self, id: &str) -> String {
+        let state = self.state().expect("a state record");
+        state["resources"][id]["physicalId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id} has a physical id: {state}"))
+            .to_owned()
+    }
+}
+
+fn state_json(bucket: &str, stack: &str) -> Option<Value> {
+    let out = cdkd()
+        .args(["state", "show", stack, "--json", "--state-bucket", bucket])
+        .args(["--stack-region", REGION])
+        .output()
+        .expect("runs");
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).expect("state json"))
+}
+
+/// Every current key under `prefix` in `bucket`.
+async fn keys_under(bucket: &str, prefix: &str) -> Vec<String> {
+    let out = s3_client()
+        .await
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(prefix)
+        .send()
+        .await
+        .expect("list");
+    out.contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect()
+}
+
+/// The stored bodies (not delete markers) of exactly `key`, current or not.
+async fn bodies_of(bucket: &str, key: &str) -> usize {
+    let out = s3_client()
+        .await
+        .list_object_versions()
+        .bucket(bucket)
+        .prefix(key)
+        .send()
+        .await
+        .expect("list versions");
+    out.versions()
+        .iter()
+        .filter(|v| v.key() == Some(key))
+        .count()
+}
+
+async fn put(bucket: &str, key: &str, body: &str) {
+    s3_client()
+        .await
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(body.as_bytes().to_vec().into())
+        .send()
+        .await
+        .expect("put");
+}
+
+async fn export_names(bucket: &str) -> Vec<String> {
+    let out = s3_client()
+        .await
+        .get_object()
+        .bucket(bucket)
+        .key(format!("cdkd/_index/{REGION}/exports.json"))
+        .send()
+        .await;
+    let Ok(out) = out else { return Vec::new() };
+    let bytes = out.body.collect().await.expect("body").into_bytes();
+    let index: Value = serde_json::from_slice(&bytes).expect("index json");
+    index["exports"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Whether the resource a record names still exists, for the types the fixtures use; `None`
+/// for a type this test cannot look up.
+async fn exists(resource_type: &str, physical_id: &str) -> Option<bool> {
+    let config = sdk_config().await;
+    Some(match resource_type {
+        "AWS::SQS::Queue" => aws_sdk_sqs::Client::new(&config)
+            .get_queue_attributes()
+            .queue_url(physical_id)
+            .send()
+            .await
+            .is_ok(),
+        "AWS::S3::Bucket" => s3_client()
+            .await
+            .head_bucket()
+            .bucket(physical_id)
+            .send()
+            .await
+            .is_ok(),
+        "AWS::DynamoDB::Table" => aws_sdk_dynamodb::Client::new(&config)
+            .describe_table()
+            .table_name(physical_id)
+            .send()
+            .await
+            .is_ok(),
+        "AWS::IAM::Role" => aws_sdk_iam::Client::new(&config)
+            .get_role()
+            .role_name(physical_id)
+            .send()
+            .await
+            .is_ok(),
+        "AWS::SNS::Topic" => aws_sdk_sns::Client::new(&config)
+            .get_topic_attributes()
+            .topic_arn(physical_id)
+            .send()
+            .await
+            .is_ok(),
+        "AWS::SSM::Parameter" => aws_sdk_ssm::Client::new(&config)
+            .get_parameter()
+            .name(physical_id)
+            .send()
+            .await
+            .is_ok(),
+        _ => return None,
+    })
+}
+
+/// (stack, type, physical id) of every resource in every record of `bucket`.
+fn recorded(bucket: &str) -> Vec<(String, String, String)> {
+    let out = cdkd()
+        .args(["state", "list", "--json", "--state-bucket", bucket])
+        .output()
+        .expect("runs");
+    let list: Value = serde_json::from_slice(&out.stdout).expect("list json");
+    let mut all = Vec::new();
+    for r in list.as_array().unwrap() {
+        let stack = r["stackName"].as_str().unwrap();
+        let state = state_json(bucket, stack).expect("record");
+        for rec in state["resources"].as_object().unwrap().values() {
+            if let Some(pid) = rec["physicalId"].as_str() {
+                let t = rec["resourceType"].as_str().unwrap();
+                all.push((stack.to_owned(), t.to_owned(), pid.to_owned()));
+            }
+        }
+    }
+    all
+}
+
+/// The CDK bootstrap's asset bucket, which a deploy publishes file assets (a nested stack's
+/// template) to; created when missing.
+async fn ensure_cdk_asset_bucket() {
+    let name = format!("cdk-hnb659fds-assets-123456789012-{REGION}");
+    let s3 = s3_client().await;
+    if s3.head_bucket().bucket(&name).send().await.is_err() {
+        // A parallel test may create it first; either way it exists afterwards.
+        let _ = s3.create_bucket().bucket(&name).send().await;
+    }
+}
+
+/// Deploys a fixture app, destroys it with `--all`, and checks nothing is left.
+async fn deploy_and_destroy_fixture(name: &str) {
+    ensure_cdk_asset_bucket().await;
+    let bucket = bootstrap(&format!("cdkd-fx-{name}"));
+    let dir = fixture(name);
+    let (code, stderr) = app_cmd(&dir, &bucket, &["deploy", "--all"]);
+    assert_eq!(code, 0, "{name}: deploy failed:\n{stderr}");
+    let resources = recorded(&bucket);
+    assert!(!resources.is_empty(), "{name}: nothing recorded");
+    let mut checked = 0;
+    for (_, t, pid) in &resources {
+        if exists(t, pid).await == Some(true) {
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "{name}: no resource could be looked up");
+
+    let (code, stderr) = app_cmd(&dir, &bucket, &["destroy", "--all", "--force"]);
+    assert_eq!(code, 0, "{name}: destroy failed:\n{stderr}");
+    for (stack, t, pid) in &resources {
+        assert_ne!(
+            exists(t, pid).await,
+            Some(true),
+            "{name}: {stack} {t} {pid} survived"
+        );
+    }
+    let left = keys_under(&bucket, "cdkd/").await;
+    let left: Vec<&String> = left.iter().filter(|k| !k.contains("/_index/")).collect();
+    assert!(left.is_empty(), "{name}: state objects left: {left:?}");
+    assert_eq!(export_names(&bucket).await, Vec::<String>::new(), "{name}");
+}
+
+#[tokio::test]
+async fn every_deployable_fixture_app_is_destroyed_without_a_trace() {
+    // One test, one fixture after another: the fixtures name some resources (SSM parameter
+    // names, export names) literally, so two deploys of one app cannot overlap. cross-stack has
+    // its own test below; lambda does not deploy in the emulator yet.
+    for name in ["basic", "params", "stages", "nested"] {
+        deploy_and_destroy_fixture(name).await;
+    }
+}
+
+#[tokio::test]
+async fn confirmation_is_required_and_a_missing_record_is_nothing_to_do() {
+    let app = App::new(
+        "confirm",
+        &json!({"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}),
+    );
+    app.deploy();
+    let (code, stderr) = app.cmd(&["destroy"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("pass --yes"), "{stderr}");
+    let url = app.physical_id("Q");
+    assert_eq!(exists("AWS::SQS::Queue", &url).await, Some(true));
+
+    let (code, stderr) = app.cmd(&["destroy", "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(exists("AWS::SQS::Queue", &url).await, Some(false));
+    assert!(app.state().is_none());
+    let (code, stderr) = app.cmd(&["destroy", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("no state record"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_producer_is_refused_while_a_consumer_imports_from_it() {
+    let bucket = bootstrap("cdkd-xs");
+    let dir = fixture("cross-stack");
+    let (code, stderr) = app_cmd(&dir, &bucket, &["deploy", "--all"]);
+    assert_eq!(code, 0, "{stderr}");
+    let producer = state_json(&bucket, "ProducerStack").expect("producer record");
+
+    let (code, stderr) = app_cmd(&dir, &bucket, &["destroy", "ProducerStack", "--force"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("StackHasActiveImportsError"), "{stderr}");
+    assert!(
+        stderr.contains("ConsumerStack (us-east-1) imports"),
+        "{stderr}"
+    );
+    assert_eq!(state_json(&bucket, "ProducerStack"), Some(producer.clone()));
+    let queue = producer["resources"]["Queue4A7E3555"]["physicalId"]
+        .as_str()
+        .unwrap();
+    assert_eq!(exists("AWS::SQS::Queue", queue).await, Some(true));
+
+    // `state destroy` runs the same scan.
+    let (code, _, stderr) = run(
+        Path::new("."),
+        &bucket,
+        &["state", "destroy", "ProducerStack", "--force"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("StackHasActiveImportsError"), "{stderr}");
+
+    let (code, stderr) = app_cmd(&dir, &bucket, &["destroy", "ConsumerStack", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stderr) = app_cmd(&dir, &bucket, &["destroy", "ProducerStack", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(exists("AWS::SQS::Queue", queue).await, Some(false));
+    assert!(state_json(&bucket, "ProducerStack").is_none());
+    assert!(export_names(&bucket).await.is_empty());
+}
+
+fn add_fault(fault: Value) {
+    let (status, body) = http("POST", "/_cloudcontrol/faults", &[], &fault.to_string());
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn a_failed_delete_exits_2_with_state_trimmed_and_the_rerun_finishes() {
+    let stream = unique_name("stream");
+    let app = App::new(
+        "partial",
+        &json!({
+            "Resources": {
+                "Base": {"Type": "AWS::SSM::Parameter",
+                         "Properties": {"Type": "String", "Value": "base"}},
+                "Stream": {"Type": "AWS::Kinesis::Stream", "DependsOn": "Base",
+                           "Properties": {"Name": stream, "ShardCount": 1}},
+                "Reader": {"Type": "AWS::SSM::Parameter",
+                           "Properties": {"Type": "String", "Value": {"Ref": "Stream"}}},
+                "Other": {"Type": "AWS::SQS::Queue"}
+            },
+            "Outputs": {"StreamName": {"Value": {"Ref": "Stream"},
+                                       "Export": {"Name": format!("{stream}-name")}}}
+        }),
+    );
+    app.deploy();
+    let base = app.physical_id("Base");
+    let reader = app.physical_id("Reader");
+    let other = app.physical_id("Other");
+    add_fault(json!({"fail_delete": {
+        "TypeName": "AWS::Kinesis::Stream",
+        "ErrorCode": "GeneralServiceException",
+        "StatusMessage": "injected by the destroy test",
+        "count": 1
+    }}));
+
+    let (code, stderr) = app.cmd(&["destroy", "--force"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("injected by the destroy test"), "{stderr}");
+    assert!(stderr.contains("destroy incomplete"), "{stderr}");
+    assert!(stderr.contains("Base skipped"), "{stderr}");
+    let state = app.state().expect("the trimmed record is kept");
+    let mut left: Vec<&String> = state["resources"].as_object().unwrap().keys().collect();
+    left.sort();
+    assert_eq!(left, ["Base", "Stream"], "{state}");
+    assert_eq!(state["outputs"], json!({}), "{state}");
+    assert!(state.get("imports").is_none() && state.get("outputReads").is_none());
+    assert_eq!(exists("AWS::SSM::Parameter", &reader).await, Some(false));
+    assert_eq!(exists("AWS::SQS::Queue", &other).await, Some(false));
+    assert_eq!(exists("AWS::SSM::Parameter", &base).await, Some(true));
+
+    let (code, stderr) = app.cmd(&["destroy", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("deleting 2 resource(s)"), "{stderr}");
+    for replayed in ["Reader", "Other"] {
+        assert!(!stderr.contains(replayed), "{replayed} replayed:\n{stderr}");
+    }
+    assert_eq!(exists("AWS::SSM::Parameter", &base).await, Some(false));
+    assert!(app.state().is_none());
+    let names = export_names(&app.bucket).await;
+    assert!(!names.contains(&format!("{stream}-name")), "{names:?}");
+}
+
+#[tokio::test]
+async fn a_non_empty_bucket_survives_unless_the_template_opted_in_to_emptying() {
+    let (plain, auto) = (unique_name("plain"), unique_name("auto"));
+    let app = App::new(
+        "buckets",
+        &json!({"Resources": {
+            "Plain": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": plain}},
+            "Auto": {"Type": "AWS::S3::Bucket", "Properties": {
+                "BucketName": auto,
+                "VersioningConfiguration": {"Status": "Enabled"},
+                "Tags": [{"Key": "aws-cdk:auto-delete-objects", "Value": "true"}]
+            }}
+        }}),
+    );
+    app.deploy();
+    // The CDK's bucket-emptying custom resource, as a deploy would record it. Its handler
+    // never answers in the emulator: destroy must not wait for it.
+    let key = format!("cdkd/{}/{REGION}/state.json", app.stack);
+    let mut state = app.state().unwrap();
+    state["resources"]["AutoAutoDeleteObjectsCustomResource"] = json!({
+        "physicalId": "auto-delete-1",
+        "resourceType": "Custom::S3AutoDeleteObjects",
+        "properties": {
+            "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:never-answers",
+            "BucketName": auto
+        },
+        "attributes": {},
+        "dependencies": ["Auto"]
+    });
+    put(&app.bucket, &key, &state.to_string()).await;
+    put(&plain, "keep.txt", "data").await;
+    put(&auto, "a.txt", "v1").await;
+    put(&auto, "a.txt", "v2").await;
+    put(&auto, "b.txt", "gone").await;
+    s3_client()
+        .await
+        .delete_object()
+        .bucket(&auto)
+        .key("b.txt")
+        .send()
+        .await
+        .expect("a delete marker");
+
+    let started = std::time::Instant::now();
+    let (code, stderr) = app.cmd(&["destroy", "--force"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "the custom resource held the destroy"
+    );
+    assert!(
+        stderr.contains(&format!("bucket {plain} is not empty")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("autoDeleteObjects"), "{stderr}");
+    assert_eq!(exists("AWS::S3::Bucket", &auto).await, Some(false));
+    assert_eq!(exists("AWS::S3::Bucket", &plain).await, Some(true));
+    assert_eq!(keys_under(&plain, "").await, ["keep.txt"]);
+    let state = app.state().unwrap();
+    let left: Vec<&String> = state["resources"].as_object().unwrap().keys().collect();
+    assert_eq!(left, ["Plain"], "{state}");
+
+    s3_client()
+        .await
+        .delete_object()
+        .bucket(&plain)
+        .key("keep.txt")
+        .send()
+        .await
+        .unwrap();
+    let (code, stderr) = app.cmd(&["destroy", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(exists("AWS::S3::Bucket", &plain).await, Some(false));
+}
+
+#[tokio::test]
+async fn retained_resources_survive_and_leave_no_record() {
+    let app = App::new(
+        "retain",
+        &json!({"Resources": {
+            "Kept": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Retain"},
+            "KeptToo": {"Type": "AWS::SSM::Parameter", "DeletionPolicy": "RetainExceptOnCreate",
+                        "Properties": {"Type": "String", "Value": {"Ref": "Kept"}}},
+            "Gone": {"Type": "AWS::SQS::Queue"}
+        }}),
+    );
+    app.deploy();
+    let (kept, kept_too, gone) = (
+        app.physical_id("Kept"),
+        app.physical_id("KeptToo"),
+        app.physical_id("Gone"),
+    );
+    let (code, stderr) = app.cmd(&["destroy", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("2 retained by DeletionPolicy"), "{stderr}");
+    assert_eq!(exists("AWS::SQS::Queue", &kept).await, Some(true));
+    assert_eq!(exists("AWS::SSM::Parameter", &kept_too).await, Some(true));
+    assert_eq!(exists("AWS::SQS::Queue", &gone).await, Some(false));
+    assert!(app.state().is_none());
+}
+
+#[tokio::test]
+async fn state_destroy_needs_no_app_and_removes_the_ledger_and_journal_with_their_history() {
+    let app = App::new(
+        "nostate",
+        &json!({"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}),
+    );
+    app.deploy();
+    let url = app.physical_id("Q");
+    let base = format!("cdkd/{}/{REGION}", app.stack);
+    for file in ["create-tokens.json", "rollback-journal.json"] {
+        put(&app.bucket, &format!("{base}/{file}"), "{\"v\":1}").await;
+        put(&app.bucket, &format!("{base}/{file}"), "{\"v\":2}").await;
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = run(
+        empty.path(),
+        &app.bucket,
+        &["state", "destroy", &app.stack, "--force"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(exists("AWS::SQS::Queue", &url).await, Some(false));
+    assert!(keys_under(&app.bucket, &format!("{base}/"))
+        .await
+        .is_empty());
+    for file in ["create-tokens.json", "rollback-journal.json"] {
+        let key = format!("{base}/{file}");
+        assert_eq!(bodies_of(&app.bucket, &key).await, 0, "{key} kept a body");
+    }
+    // The record's own history is kept: it is what the bucket is versioned for.
+    assert!(bodies_of(&app.bucket, &format!("{base}/state.json")).await > 0);
+}
+
+/// Writes a record by hand and runs `state destroy` on it: (code, stderr, record after).
+async fn state_destroy_record(record: &Value) -> (i32, String, Option<Vec<u8>>) {
+    let bucket = bootstrap("cdkd-refuse");
+    let stack = record["stackName"].as_str().unwrap();
+    let key = format!("cdkd/{stack}/{REGION}/state.json");
+    put(&bucket, &key, &record.to_string()).await;
+    let (code, _, stderr) = run(
+        Path::new("."),
+        &bucket,
+        &[
+            "state",
+            "destroy",
+            stack,
+            "--stack-region",
+            REGION,
+            "--force",
+        ],
+    );
+    let after = s3_client()
+        .await
+        .get_object()
+        .bucket(&bucket)
+        .key(&key)
+        .send()
+        .await
+        .ok();
+    let after = match after {
+        Some(o) => Some(o.body.collect().await.unwrap().into_bytes().to_vec()),
+        None => None,
+    };
+    (code, stderr, after)
+}
+
+#[tokio::test]
+async fn damaged_and_region_disagreeing_records_are_refused_and_kept() {
+    let queue = json!({"physicalId": "https://sqs.invalid/1/q", "resourceType": "AWS::SQS::Queue",
+                       "properties": {}, "dependencies": []});
+    let record = |region: Value, resources: Value, outputs: Value| {
+        json!({"version": 11, "stackName": unique_name("Damaged"), "region": region,
+               "resources": resources, "outputs": outputs})
+    };
+    let cases = [
+        (
+            record(json!("eu-west-1"), json!({"Q": queue}), json!({})),
+            "STATE_REGION_MISMATCH",
+        ),
+        (
+            record(json!(REGION), json!("abc"), json!({})),
+            "STATE_RESOURCES_MALFORMED",
+        ),
+        (
+            record(json!(REGION), json!({"Q": null}), json!({})),
+            "STATE_RESOURCES_MALFORMED",
+        ),
+        (
+            record(json!(REGION), json!({"Q": queue}), json!("abcdef")),
+            "STATE_RESOURCES_MALFORMED",
+        ),
+    ];
+    for (rec, code_name) in cases {
+        let (code, stderr, after) = state_destroy_record(&rec).await;
+        assert_eq!(code, 1, "{rec}: {stderr}");
+        assert!(stderr.contains(code_name), "{rec}: {stderr}");
+        assert!(stderr.contains("nothing was deleted"), "{stderr}");
+        let after: Value = serde_json::from_slice(&after.expect("the record is kept")).unwrap();
+        assert_eq!(after, rec, "the record is left as stored");
+    }
+    // With no resources there is nothing to strand: the disagreeing record is cleaned up.
+    let (code, stderr, after) =
+        state_destroy_record(&record(json!("eu-west-1"), json!({}), json!({}))).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(after.is_none());
+}
