@@ -82,7 +82,7 @@ impl Approve for ApprovalGate {
         let level = level_name(self.level);
         if !self.interactive {
             return Err(format!(
-                "{stack}: these changes need approval (--require-approval {level}) and there is \
+                "these changes need approval (--require-approval {level}) and there is \
                  no terminal to ask on; pass --yes to approve them (review them first with \
                  --dry-run)"
             ));
@@ -100,8 +100,8 @@ impl Approve for ApprovalGate {
         let read = tokio::task::block_in_place(|| std::io::stdin().lock().read_line(&mut answer));
         match read {
             Ok(_) if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") => Ok(()),
-            Ok(_) => Err(format!("{stack}: the changes were not approved")),
-            Err(e) => Err(format!("{stack}: cannot read the answer from stdin ({e})")),
+            Ok(_) => Err("the changes were not approved".to_owned()),
+            Err(e) => Err(format!("cannot read the answer from stdin ({e})")),
         }
     }
 }
