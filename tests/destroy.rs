@@ -283,8 +283,8 @@ async fn deploy_and_destroy_fixture(name: &str) {
 async fn every_deployable_fixture_app_is_destroyed_without_a_trace() {
     // One test, one fixture after another: the fixtures name some resources (SSM parameter
     // names, export names) literally, so two deploys of one app cannot overlap. cross-stack has
-    // its own test below; lambda does not deploy in the emulator yet.
-    for name in ["basic", "params", "stages", "nested"] {
+    // its own test below.
+    for name in ["basic", "params", "stages", "nested", "lambda"] {
         deploy_and_destroy_fixture(name).await;
     }
 }
