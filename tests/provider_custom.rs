@@ -753,3 +753,54 @@ fn state_json(bucket: &str, stack: &str) -> Value {
     );
     serde_json::from_slice(&out.stdout).expect("state json")
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cdkd_destroy_sends_the_custom_resource_its_delete() {
+    let bucket = support::unique_name("cr-destroy");
+    let out = support::cdkd()
+        .args(["bootstrap", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let stack = format!("Crd{}", support::unique_name("e2e").replace('-', "x"));
+    let function = support::unique_name("cr-destroy");
+    write_assembly(dir.path(), &stack, &custom_stack(&function, Some(7)));
+    let deploy = deploy_in_background(dir.path(), &bucket);
+    let handler = play(&function, 0, |e| {
+        Some(success(e, "gone-soon", json!({"Endpoint": "x"})))
+    });
+    handler.join().expect("handler");
+    let (code, _, stderr) = deploy.join().expect("deploy");
+    assert_eq!(code, 0, "{stderr}");
+
+    let destroy = {
+        let dir = dir.path().to_owned();
+        let bucket = bucket.clone();
+        let stack = stack.clone();
+        std::thread::spawn(move || {
+            support::cdkd()
+                .current_dir(&dir)
+                .env("CDKD_CUSTOM_RESOURCE_TIMEOUT", "30")
+                .args(["destroy", "--force", "--app", dir.to_str().expect("utf-8")])
+                .args(["--state-bucket", &bucket, &stack])
+                .output()
+                .expect("runs")
+        })
+    };
+    let handler = play(&function, 1, |e| Some(success(e, "gone-soon", json!({}))));
+    let envelope = handler.join().expect("handler");
+    let out = destroy.join().expect("destroy");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(envelope["RequestType"], "Delete");
+    assert_eq!(envelope["PhysicalResourceId"], "gone-soon");
+    assert_eq!(envelope["ResourceProperties"]["Size"], "7");
+}
