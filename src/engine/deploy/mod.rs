@@ -22,6 +22,7 @@ mod nested;
 mod outputs;
 mod plan;
 mod prepare;
+mod propagate;
 pub(crate) mod preview;
 mod report;
 

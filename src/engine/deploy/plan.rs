@@ -14,7 +14,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::changes::{diff_properties, is_stateful, stateful_refusal};
-use super::lookup::{provisioned_by, referenced_ids, Resolution, Snapshot};
+use super::lookup::{provisioned_by, Resolution, Snapshot};
 use super::prepare::Prepared;
 use super::DeployError;
 use crate::plan::{ChangeKind, ChangeReason, ChangeSet, ResourceChange};
@@ -107,13 +107,7 @@ pub(super) fn plan(
             .into_iter()
             .map(str::to_owned)
             .collect();
-        let moved: Vec<(String, ChangeKind)> = referenced_ids(&res.properties)
-            .into_iter()
-            .filter_map(|t| {
-                let kind = planned.get(&t)?.change.kind;
-                (kind != ChangeKind::NoChange).then_some((t, kind))
-            })
-            .collect();
+        let moved: Vec<(String, ChangeKind)> = super::propagate::moved(&res.properties, &planned);
 
         let mut change = ResourceChange::new(id, &res.type_, ChangeKind::NoChange);
         let mut deferred = false;

@@ -90,8 +90,8 @@ fn every_kind_of_change() {
     let (_d, p) = prepared(template(), &[]);
     let plan = super::plan(&p, &state("x", "60"), &registry(), false).unwrap();
     assert_eq!(kind(&plan, "A"), (ChangeKind::Update, false));
-    // B reads A's Arn and A changes: decided again in the walk.
-    assert_eq!(kind(&plan, "B"), (ChangeKind::Update, true));
+    // B reads A's Arn, which an in-place update of VisibilityTimeout does not move.
+    assert_eq!(kind(&plan, "B"), (ChangeKind::NoChange, false));
     assert_eq!(kind(&plan, "C"), (ChangeKind::Create, false));
     assert_eq!(kind(&plan, "Bucket"), (ChangeKind::NoChange, false));
     assert!(!plan.planned.contains_key("Off") && !plan.planned.contains_key("Meta"));
@@ -100,8 +100,15 @@ fn every_kind_of_change() {
     assert_eq!(plan.planned["A"].route, Route::CloudControl);
     assert_eq!(
         plan.describe(),
-        "1 to create, 1 to update, 1 to delete, 1 to re-check once their dependencies are done"
+        "1 to create, 1 to update, 1 to delete"
     );
+    // A replaced dependency moves everything read from it: decided again in the walk.
+    let mut t = template();
+    t["Resources"]["A"]["Properties"]["QueueName"] = json!("a2");
+    let (_d, p) = prepared(t, &[]);
+    let plan = super::plan(&p, &state("x", "30"), &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "A"), (ChangeKind::Replace, false));
+    assert_eq!(kind(&plan, "B"), (ChangeKind::Update, true));
 }
 
 #[test]
