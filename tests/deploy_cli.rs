@@ -1,0 +1,362 @@
+//! `cdkd deploy`'s command surface end to end against the emulator: stacks in parallel under
+//! --stack-concurrency with failed dependencies skipping their dependents, --dry-run (no
+//! lock, no write, no AWS change), --require-approval with and without --yes,
+//! --outputs-file, the trace of AWS calls, and the plain rendering (golden files under
+//! fixtures/golden/deploy/, durations and names filtered; UPDATE_GOLDEN=1 rewrites them).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use support::{cdkd, s3_client, unique_name};
+use tempfile::TempDir;
+
+const REGION: &str = "us-east-1";
+
+/// A cloud assembly of hand-written stacks and a bootstrapped state bucket.
+struct App {
+    dir: TempDir,
+    bucket: String,
+}
+
+impl App {
+    fn new() -> App {
+        let app = App {
+            dir: tempfile::tempdir().expect("temp dir"),
+            bucket: unique_name("cdkd-ux"),
+        };
+        let out = cdkd()
+            .args(["bootstrap", "--state-bucket", &app.bucket])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        app
+    }
+
+    /// (stack name, template, artifact ids it depends on).
+    fn write(&self, stacks: &[(&str, &Value, &[&str])]) {
+        let mut artifacts = serde_json::Map::new();
+        for (name, template, deps) in stacks {
+            let file = format!("{name}.template.json");
+            artifacts.insert(
+                name.to_string(),
+                json!({
+                    "type": "aws:cloudformation:stack",
+                    "environment": "aws://unknown-account/unknown-region",
+                    "properties": {"templateFile": file},
+                    "dependencies": deps
+                }),
+            );
+            std::fs::write(
+                self.dir.path().join(&file),
+                serde_json::to_string_pretty(template).unwrap(),
+            )
+            .expect("template");
+        }
+        let manifest = json!({"version": "36.0.0", "artifacts": artifacts});
+        std::fs::write(self.dir.path().join("manifest.json"), manifest.to_string())
+            .expect("manifest");
+    }
+
+    /// `cdkd deploy --app DIR --state-bucket B ...`: (exit code, stdout, stderr).
+    fn deploy(&self, extra: &[&str]) -> (i32, String, String) {
+        self.deploy_env(extra, &[])
+    }
+
+    fn deploy_env(&self, extra: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
+        let dir = self.dir.path();
+        let out = cdkd()
+            .current_dir(dir)
+            .env("CDKD_PROGRESS", "plain")
+            .envs(envs.iter().copied())
+            .arg("deploy")
+            .args([
+                "--app",
+                dir.to_str().unwrap(),
+                "--state-bucket",
+                &self.bucket,
+            ])
+            .args(extra)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        eprintln!("--- cdkd deploy {extra:?}\n{stderr}");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
+        )
+    }
+
+    /// The keys under the stack's state prefix (state.json, lock.json, ...).
+    async fn keys(&self, stack: &str) -> Vec<String> {
+        let listed = s3_client()
+            .await
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(format!("cdkd/{stack}/"))
+            .send()
+            .await
+            .expect("list");
+        listed
+            .contents()
+            .iter()
+            .filter_map(|o| o.key().map(str::to_owned))
+            .collect()
+    }
+}
+
+fn stack_name(prefix: &str) -> String {
+    format!("Ux{}", unique_name(prefix).replace('-', "x"))
+}
+
+/// One SSM parameter with a name under the stack, and an output with its name.
+fn param_template(stack: &str, value: &str) -> Value {
+    json!({
+        "Resources": {
+            "Param": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {"Name": format!("/{stack}/param"), "Type": "String", "Value": value}
+            }
+        },
+        "Outputs": {"ParamName": {"Value": {"Ref": "Param"}}}
+    })
+}
+
+async fn parameter_exists(name: &str) -> bool {
+    let ssm = aws_sdk_ssm::Client::new(&support::sdk_config().await);
+    ssm.get_parameter().name(name).send().await.is_ok()
+}
+
+#[tokio::test]
+async fn independent_stacks_run_in_parallel_and_a_failed_dependency_skips_its_dependents() {
+    let app = App::new();
+    let (a, b, c) = (stack_name("a"), stack_name("b"), stack_name("c"));
+    let broken = json!({"Resources": {"Nope": {"Type": "AWS::Nope::Nothing", "Properties": {}}}});
+    // A fails before provisioning; B is independent; C depends on A.
+    app.write(&[
+        (&a, &broken, &[]),
+        (&b, &param_template(&b, "b"), &[]),
+        (&c, &param_template(&c, "c"), &[a.as_str()]),
+    ]);
+    let (code, _, stderr) = app.deploy(&["--stack-concurrency", "2", "--all"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{c}: skipped: the stack it depends on ({a}) did not deploy"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("✓ {b}: deployed (1 created)")),
+        "{stderr}"
+    );
+    assert!(parameter_exists(&format!("/{b}/param")).await);
+    assert!(!parameter_exists(&format!("/{c}/param")).await);
+    assert!(
+        stderr.contains("1 stack deployed, 1 failed, 1 skipped"),
+        "{stderr}"
+    );
+
+    // Two independent stacks with --stack-concurrency 2: both start before either ends.
+    let app = App::new();
+    let (d, e) = (stack_name("d"), stack_name("e"));
+    app.write(&[
+        (&d, &param_template(&d, "d"), &[]),
+        (&e, &param_template(&e, "e"), &[]),
+    ]);
+    let (code, _, stderr) = app.deploy(&["--stack-concurrency", "2", "--all"]);
+    assert_eq!(code, 0, "{stderr}");
+    let first_summary = stderr.find("✓ ").expect("a summary");
+    assert!(
+        stderr[..first_summary].contains(&format!("Deploying {d}"))
+            && stderr[..first_summary].contains(&format!("Deploying {e}")),
+        "{stderr}"
+    );
+
+    // With --stack-concurrency 1 the second starts only after the first ended.
+    let app = App::new();
+    let (f, g) = (stack_name("f"), stack_name("g"));
+    app.write(&[
+        (&f, &param_template(&f, "f"), &[]),
+        (&g, &param_template(&g, "g"), &[]),
+    ]);
+    let (code, _, stderr) = app.deploy(&["--stack-concurrency", "1", "--all"]);
+    assert_eq!(code, 0, "{stderr}");
+    let first_summary = stderr.find("✓ ").expect("a summary");
+    assert!(
+        !stderr[..first_summary].contains(&format!("Deploying {g}")),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn dry_run_prints_the_plan_and_takes_no_lock_and_writes_nothing() {
+    let app = App::new();
+    let stack = stack_name("dry");
+    app.write(&[(&stack, &param_template(&stack, "v1"), &[])]);
+    // A lock held by someone else does not stop a dry run: it never takes one.
+    s3_client()
+        .await
+        .put_object()
+        .bucket(&app.bucket)
+        .key(format!("cdkd/{stack}/{REGION}/lock.json"))
+        .body(
+            json!({"owner": "someone@else", "operation": "deploy",
+                   "acquiredAt": 1, "expiresAt": 4_102_444_800_000u64})
+            .to_string()
+            .into_bytes()
+            .into(),
+        )
+        .send()
+        .await
+        .expect("lock");
+    let (code, _, stderr) = app.deploy(&["--dry-run"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{stack} ({REGION}): 1 to create")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  [+] Param (AWS::SSM::Parameter) create"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Dry run: nothing was locked, written or changed."));
+    assert_eq!(
+        app.keys(&stack).await,
+        vec![format!("cdkd/{stack}/{REGION}/lock.json")]
+    );
+    assert!(!parameter_exists(&format!("/{stack}/param")).await);
+}
+
+#[tokio::test]
+async fn require_approval_refuses_without_a_terminal_unless_yes() {
+    let app = App::new();
+    let stack = stack_name("appr");
+    app.write(&[(&stack, &param_template(&stack, "v1"), &[])]);
+
+    let (code, _, stderr) = app.deploy(&["--require-approval", "any-change"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("need approval (--require-approval any-change)")
+            && stderr.contains("pass --yes"),
+        "{stderr}"
+    );
+    assert!(!parameter_exists(&format!("/{stack}/param")).await);
+
+    // Only creates: nothing destructive to approve.
+    let (code, _, stderr) = app.deploy(&["--require-approval", "destructive"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // A removal is destructive: refused, then approved with --yes.
+    let empty = json!({"Resources": {"Other": {"Type": "AWS::SSM::Parameter",
+        "Properties": {"Type": "String", "Value": "x"}}}});
+    app.write(&[(&stack, &empty, &[])]);
+    let (code, _, stderr) = app.deploy(&["--require-approval", "destructive"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(parameter_exists(&format!("/{stack}/param")).await);
+    let (code, _, stderr) = app.deploy(&["--require-approval", "destructive", "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!parameter_exists(&format!("/{stack}/param")).await);
+}
+
+#[tokio::test]
+async fn outputs_file_and_trace() {
+    let app = App::new();
+    let stack = stack_name("outs");
+    app.write(&[(&stack, &param_template(&stack, "v1"), &[])]);
+    let outputs = app.dir.path().join("out/outputs.json");
+    let trace = app.dir.path().join("trace.jsonl");
+    let (code, _, stderr) = app.deploy_env(
+        &["--outputs-file", outputs.to_str().unwrap()],
+        &[("CDKD_TRACE_FILE", trace.to_str().unwrap())],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&outputs).expect("outputs file"))
+            .expect("json");
+    assert_eq!(
+        written,
+        json!({ stack.clone(): {"ParamName": format!("/{stack}/param")} })
+    );
+
+    // The trace attributes the PutParameter to the resource and records the operation.
+    let events: Vec<Value> = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert!(
+        events.iter().any(|e| e["event"] == "call"
+            && e["id"] == "Param"
+            && e["op"] == "AmazonSSM.PutParameter"),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "resource" && e["id"] == "Param" && e["action"] == "Created"),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|e| e["event"] == "call"
+        && e["id"].is_null()
+        && e["op"].as_str().is_some_and(|o| o.ends_with("/state.json"))));
+}
+
+/// Durations, the stack name and the emulator's port replaced with placeholders.
+fn normalize(text: &str, stack: &str) -> String {
+    let durations = regex::Regex::new(r"\d+\.\d s").unwrap();
+    let text = durations.replace_all(text, "#.# s");
+    text.replace(stack, "STACK")
+}
+
+fn golden(name: &str, actual: &str) {
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/golden/deploy")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{}: missing; run with UPDATE_GOLDEN=1", path.display()));
+    assert_eq!(actual, expected, "golden file {}", path.display());
+}
+
+#[tokio::test]
+async fn plain_rendering_golden() {
+    let app = App::new();
+    let stack = stack_name("gold");
+    // A two-link chain (deterministic order at --concurrency 1) and a literal output.
+    let template = json!({
+        "Resources": {
+            "First": {"Type": "AWS::SSM::Parameter",
+                "Properties": {"Name": format!("/{stack}/first"), "Type": "String", "Value": "one"}},
+            "Second": {"Type": "AWS::SSM::Parameter",
+                "Properties": {"Name": format!("/{stack}/second"), "Type": "String",
+                    "Value": {"Ref": "First"}}}
+        },
+        "Outputs": {
+            "Literal": {"Value": "hello"},
+            "SecondName": {"Value": {"Ref": "Second"}}
+        }
+    });
+    app.write(&[(&stack, &template, &[])]);
+    let (code, _, stderr) = app.deploy(&["--concurrency", "1"]);
+    assert_eq!(code, 0, "{stderr}");
+    golden("create.txt", &normalize(&stderr, &stack));
+
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    golden("no-change.txt", &normalize(&stderr, &stack));
+
+    let (code, _, stderr) = app.deploy(&["--dry-run"]);
+    assert_eq!(code, 0, "{stderr}");
+    golden("dry-run-no-change.txt", &normalize(&stderr, &stack));
+}
