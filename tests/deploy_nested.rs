@@ -333,3 +333,52 @@ async fn publish_assets_without_the_asset_bucket_names_it() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn a_region_opted_into_cdkd_asset_storage_publishes_there_and_the_template_follows() {
+    const KEY: &str = "fb572e8d8b89ba04eed20c2cd2f29ce81dfb8f032efac2d1545631938d9b018f.zip";
+    let bucket = bootstrap();
+    let s3 = s3_client().await;
+    let own_assets = unique_name("cdkd-assets");
+    let marker = format!("cdkd-bootstrap/{REGION}.json");
+    // The marker names a bucket that does not exist yet: a hard error, no fallback.
+    s3.put_object()
+        .bucket(&bucket)
+        .key(&marker)
+        .body(
+            serde_json::json!({"assetBucket": own_assets})
+                .to_string()
+                .into_bytes()
+                .into(),
+        )
+        .send()
+        .await
+        .expect("write the marker");
+    let dir = copy_fixture("lambda");
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("its asset bucket {own_assets} does not exist")),
+        "{stderr}"
+    );
+    assert!(state(&bucket, "LambdaStack").await.is_none());
+
+    s3.create_bucket()
+        .bucket(&own_assets)
+        .send()
+        .await
+        .expect("create the cdkd asset bucket");
+    let (_, stderr) = ok(run("deploy", dir.path(), &bucket, &[]));
+    assert!(
+        stderr.contains(&format!("uploaded to s3://{own_assets}/{KEY}")),
+        "{stderr}"
+    );
+    assert!(object(&own_assets, KEY).await.is_some());
+    let (state, _) = state(&bucket, "LambdaStack").await.expect("state");
+    let code = &state["resources"]["AssetFunctionA633A7D1"]["properties"]["Code"];
+    assert_eq!(code["S3Bucket"], own_assets.as_str());
+    assert_eq!(code["S3Key"], KEY);
+    // The assembly itself is untouched.
+    let template = std::fs::read_to_string(dir.path().join("LambdaStack.template.json")).unwrap();
+    assert!(template.contains("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"));
+}

@@ -10,16 +10,17 @@
 //!
 //! Destinations are used as the asset manifest names them (the CDK bootstrap's bucket and
 //! repository: the spec's legacy mode) unless the region's asset-storage marker
-//! (`cdkd-bootstrap/{region}.json` in the state bucket) opts it into cdkd-owned storage, which
-//! this build does not support yet: it refuses rather than publish where the deployed
-//! templates do not point. Publishing roles (`assumeRoleArn`) are not assumed: the caller's
-//! credentials publish.
+//! (`cdkd-bootstrap/{region}.json` in the state bucket) opts it into cdkd-owned storage: then
+//! the default destinations are redirected to the marker's bucket and repository, and a
+//! deploy rewrites the templates to match ([`redirect`]). Publishing roles (`assumeRoleArn`)
+//! are not assumed: the caller's credentials publish.
 
 pub mod container;
 pub mod file;
+pub mod redirect;
 pub mod zip;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -34,6 +35,7 @@ use crate::state::backend::S3Backend;
 use crate::ui;
 use container::{ImageJob, ImageSource};
 use file::{FileJob, FileOutcome};
+use redirect::{Marker, Redirect};
 
 /// Uploads and pushes at once.
 const CONCURRENCY: usize = 8;
@@ -78,11 +80,23 @@ pub enum AssetError {
     },
     #[error("stack {stack}: no region to publish its assets to: the stack does not pin one and none is configured (--region, AWS_REGION or the profile)")]
     NoRegion { stack: String },
+    #[error("{marker} in the state bucket cannot be read: {message}; run `cdkd bootstrap` again")]
+    BadMarker { marker: String, message: String },
     #[error(
-        "region {region} opted into cdkd-owned asset storage ({marker} in the state bucket), \
-         which this build cannot deploy to yet; nothing was published"
+        "{marker} opts {region} into cdkd-owned asset storage, but its asset bucket {bucket} \
+         does not exist; run `cdkd bootstrap` again (cdkd never falls back to the CDK bucket)"
     )]
-    CdkdAssetMode { region: String, marker: String },
+    MarkerBucketMissing {
+        marker: String,
+        region: String,
+        bucket: String,
+    },
+    #[error("cannot write the redirected templates to {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{} asset(s) failed to publish: {}", .0.len(), .0.join("; "))]
     Several(Vec<String>),
 }
@@ -121,6 +135,7 @@ pub fn plan(
     stacks: &[&StackArtifact],
     caller_account: &str,
     default_region: Option<&str>,
+    redirects: &HashMap<String, Redirect>,
 ) -> Result<PublishPlan, AssetError> {
     let mut files: BTreeMap<(String, String, String), FileJob> = BTreeMap::new();
     let mut images: BTreeMap<String, ImageJob> = BTreeMap::new();
@@ -171,7 +186,10 @@ pub fn plan(
                         .as_deref()
                         .map(|r| substitute(r, &account, &stack_region))
                         .unwrap_or_else(|| stack_region.clone());
-                    let bucket = substitute(&d.bucket_name, &account, &region);
+                    let mut bucket = substitute(&d.bucket_name, &account, &region);
+                    if let Some(r) = redirects.get(&region) {
+                        bucket = r.bucket(&bucket);
+                    }
                     let key = substitute(&d.object_key, &account, &region);
                     let job = files
                         .entry((region.clone(), bucket.clone(), key.clone()))
@@ -200,11 +218,14 @@ pub fn plan(
                     let region = text("region")
                         .map(|r| substitute(r, &account, &stack_region))
                         .unwrap_or_else(|| stack_region.clone());
-                    let repository = substitute(
+                    let mut repository = substitute(
                         text("repositoryName").unwrap_or_default(),
                         &account,
                         &region,
                     );
+                    if let Some(r) = redirects.get(&region) {
+                        repository = r.repository(&repository);
+                    }
                     let tag = substitute(text("imageTag").unwrap_or(id), &account, &region);
                     let host = format!(
                         "{account}.dkr.ecr.{region}.{}",
@@ -232,27 +253,170 @@ pub fn plan(
     })
 }
 
-/// Refuses regions whose asset-storage marker opts into cdkd-owned storage (not supported by
-/// this build), so nothing is published where the templates do not point.
-async fn check_asset_mode(backend: &S3Backend, plan: &PublishPlan) -> Result<(), AssetError> {
-    let mut regions: Vec<&str> = plan
-        .files
+/// The regions `stacks` deploy to.
+fn regions_of(stacks: &[&StackArtifact], default_region: Option<&str>) -> Vec<String> {
+    let mut regions: Vec<String> = stacks
         .iter()
-        .map(|f| f.region.as_str())
-        .chain(plan.images.iter().map(|i| i.region.as_str()))
+        .filter_map(|s| {
+            s.environment
+                .region
+                .clone()
+                .or_else(|| default_region.map(str::to_owned))
+        })
         .collect();
-    regions.sort_unstable();
+    regions.sort();
     regions.dedup();
+    regions
+}
+
+/// The redirect of each region whose asset-storage marker opts into cdkd-owned storage; a
+/// marker whose bucket is gone is an error, never a silent fallback.
+pub async fn redirects(
+    clients: &Clients,
+    backend: &S3Backend,
+    account: &str,
+    regions: &[String],
+) -> Result<HashMap<String, Redirect>, AssetError> {
+    let mut out = HashMap::new();
     for region in regions {
-        let marker = crate::state::keys::bootstrap_marker_key(region);
-        if backend.get_object(&marker).await?.is_some() {
-            return Err(AssetError::CdkdAssetMode {
-                region: region.to_owned(),
-                marker,
-            });
+        let key = crate::state::keys::bootstrap_marker_key(region);
+        let Some((bytes, _)) = backend.get_object(&key).await? else {
+            continue;
+        };
+        let marker = Marker::parse(&bytes).map_err(|message| AssetError::BadMarker {
+            marker: key.clone(),
+            message,
+        })?;
+        let s3 = clients.s3(Some(region));
+        if let Err(e) = s3.head_bucket().bucket(&marker.asset_bucket).send().await {
+            if crate::aws::classify(&e) == crate::aws::ErrorKind::NotFound {
+                return Err(AssetError::MarkerBucketMissing {
+                    marker: key,
+                    region: region.clone(),
+                    bucket: marker.asset_bucket,
+                });
+            }
+            let target = format!("s3://{}", marker.asset_bucket);
+            return Err(AwsError::call("s3", "HeadBucket", target, &e).into());
+        }
+        out.insert(region.clone(), Redirect::new(account, region, &marker));
+    }
+    Ok(out)
+}
+
+/// Redirected copies of templates, removed when dropped.
+#[derive(Debug, Default)]
+pub struct RedirectedTemplates {
+    dir: Option<PathBuf>,
+}
+
+impl Drop for RedirectedTemplates {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
-    Ok(())
+}
+
+/// Points each stack in a redirected region at copies of its assembly's templates (its own
+/// and its nested stacks') with the storage references rewritten.
+fn redirect_templates(
+    stacks: &mut [StackArtifact],
+    caller_account: &str,
+    default_region: Option<&str>,
+    redirects: &HashMap<String, Redirect>,
+) -> Result<RedirectedTemplates, AssetError> {
+    let mut guard = RedirectedTemplates::default();
+    if redirects.is_empty() {
+        return Ok(guard);
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let root = std::env::temp_dir().join(format!("cdkd-templates-{}-{nanos}", std::process::id()));
+    for stack in stacks.iter_mut() {
+        let region = stack
+            .environment
+            .region
+            .clone()
+            .or_else(|| default_region.map(str::to_owned));
+        let account = stack
+            .environment
+            .account
+            .as_deref()
+            .unwrap_or(caller_account);
+        let Some(r) = region.and_then(|region| redirects.get(&region)) else {
+            continue;
+        };
+        if account != r.account {
+            continue;
+        }
+        let source_dir = stack
+            .template_file
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        let dir = root.join(&stack.artifact_id);
+        let write_err = |path: &std::path::Path| {
+            let path = path.to_owned();
+            move |source| AssetError::Write { path, source }
+        };
+        std::fs::create_dir_all(&dir).map_err(write_err(&dir))?;
+        guard.dir = Some(root.clone());
+        let entries = std::fs::read_dir(&source_dir).map_err(|source| AssetError::Read {
+            path: source_dir.clone(),
+            source,
+        })?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".template.json") {
+                continue;
+            }
+            let path = entry.path();
+            let text = std::fs::read_to_string(&path).map_err(|source| AssetError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let target = dir.join(&name);
+            let rewritten = match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(mut template) => {
+                    r.rewrite_template(&mut template);
+                    serde_json::to_string(&template).unwrap_or(text)
+                }
+                // Not JSON: the deploy reports the template's own error.
+                Err(_) => text,
+            };
+            std::fs::write(&target, rewritten).map_err(write_err(&target))?;
+        }
+        if let Some(name) = stack.template_file.file_name() {
+            stack.template_file = dir.join(name);
+        }
+    }
+    Ok(guard)
+}
+
+/// Publishes what `stacks` need and, for stacks in a region opted into cdkd-owned storage,
+/// points them at templates rewritten to match. Keep the returned guard until the deploy ends.
+pub async fn publish_for_deploy(
+    clients: &Clients,
+    backend: &S3Backend,
+    caller_account: &str,
+    mut stacks: Vec<StackArtifact>,
+) -> Result<(Vec<StackArtifact>, RedirectedTemplates), AssetError> {
+    let default_region = clients.default_region();
+    let refs: Vec<&StackArtifact> = stacks.iter().collect();
+    let regions = regions_of(&refs, default_region.as_deref());
+    let redirects = redirects(clients, backend, caller_account, &regions).await?;
+    publish_with(clients, caller_account, &refs, &redirects).await?;
+    drop(refs);
+    let guard = redirect_templates(
+        &mut stacks,
+        caller_account,
+        default_region.as_deref(),
+        &redirects,
+    )?;
+    Ok((stacks, guard))
 }
 
 /// Publishes everything `stacks` need, in parallel; every failure is reported together.
@@ -262,11 +426,23 @@ pub async fn publish(
     caller_account: &str,
     stacks: &[&StackArtifact],
 ) -> Result<PublishReport, AssetError> {
-    let plan = plan(stacks, caller_account, clients.default_region().as_deref())?;
+    let default_region = clients.default_region();
+    let regions = regions_of(stacks, default_region.as_deref());
+    let redirects = redirects(clients, backend, caller_account, &regions).await?;
+    publish_with(clients, caller_account, stacks, &redirects).await
+}
+
+async fn publish_with(
+    clients: &Clients,
+    caller_account: &str,
+    stacks: &[&StackArtifact],
+    redirects: &HashMap<String, Redirect>,
+) -> Result<PublishReport, AssetError> {
+    let default_region = clients.default_region();
+    let plan = plan(stacks, caller_account, default_region.as_deref(), redirects)?;
     if plan.files.is_empty() && plan.images.is_empty() {
         return Ok(PublishReport::default());
     }
-    check_asset_mode(backend, &plan).await?;
     if !plan.images.is_empty() && !container::docker_available().await {
         let mut stacks: Vec<String> = plan
             .images
@@ -363,7 +539,7 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/apps/lambda/cdk.out");
         let assembly = crate::assembly::CloudAssembly::load(&dir).unwrap();
         let stacks: Vec<&StackArtifact> = assembly.stacks.iter().collect();
-        let plan = plan(&stacks, "123456789012", Some("us-east-1")).unwrap();
+        let plan = plan(&stacks, "123456789012", Some("us-east-1"), &HashMap::new()).unwrap();
         assert!(plan.images.is_empty());
         assert_eq!(plan.files.len(), 1, "{plan:?}");
         let job = &plan.files[0];
@@ -383,7 +559,13 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/apps/nested/cdk.out");
         let assembly = crate::assembly::CloudAssembly::load(&dir).unwrap();
         let stacks: Vec<&StackArtifact> = assembly.stacks.iter().collect();
-        let plan = plan(&stacks, "111111111111", Some("eu-central-1")).unwrap();
+        let plan = plan(
+            &stacks,
+            "111111111111",
+            Some("eu-central-1"),
+            &HashMap::new(),
+        )
+        .unwrap();
         let keys: Vec<&str> = plan.files.iter().map(|f| f.key.as_str()).collect();
         assert_eq!(
             keys,
@@ -398,7 +580,7 @@ mod tests {
         let assembly = crate::assembly::CloudAssembly::load(&dir).unwrap();
         let stacks: Vec<&StackArtifact> = assembly.stacks.iter().collect();
         assert!(matches!(
-            plan(&stacks, "1", None),
+            plan(&stacks, "1", None, &HashMap::new()),
             Err(AssetError::NoRegion { .. })
         ));
     }

@@ -117,14 +117,10 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     if args.dry_run {
         return dry_run_all(&env, &stacks, &options).await;
     }
-    // Every selected stack's file and container assets, published before any stack deploys.
-    crate::assets::publish(
-        &clients,
-        &env.backend,
-        &account_id,
-        &stacks.iter().collect::<Vec<_>>(),
-    )
-    .await?;
+    // Every selected stack's file and container assets, published before any stack deploys
+    // (and, in a region opted into cdkd-owned asset storage, templates rewritten to match).
+    let (stacks, _redirected_templates) =
+        crate::assets::publish_for_deploy(&clients, &env.backend, &account_id, stacks).await?;
 
     let progress = Arc::new(Progress::new(bar_suits_stderr()));
     options.progress = Some(progress.clone());
