@@ -311,6 +311,28 @@ async fn secrets_and_no_echo_values_never_reach_state_or_the_terminal() {
     }
     let after = app.every_object_version().await;
     assert_eq!(after.len(), objects.len(), "the redeploy wrote nothing");
+
+    // A new NoEcho value behind the same template is found by reading the resource back
+    // (the record only says ***), and sent; it is not written down either.
+    let rotated = "R0tatedValue";
+    let overrides = format!("DbPass={rotated}");
+    let (code, stdout3, stderr3) = app.deploy(&["--parameters", &overrides]);
+    assert_eq!(code, 0, "third deploy failed:\n{stderr3}");
+    assert_eq!(
+        got(format!("{base}/from-noecho")).await,
+        format!("pw={rotated}")
+    );
+    assert!(!stdout3.contains(rotated) && !stderr3.contains(rotated));
+    let record = app.record(&stack);
+    assert_eq!(
+        record["resources"]["FromNoEcho"]["properties"]["Value"],
+        json!("***")
+    );
+    for (key, body) in app.every_object_version().await {
+        for p in [secret_plain, secure_plain, no_echo_plain, rotated] {
+            assert!(!body.contains(p), "{key} holds a plaintext secret");
+        }
+    }
 }
 
 #[tokio::test]

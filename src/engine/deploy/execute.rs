@@ -110,7 +110,9 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
             let diffs = diff_properties(&resource_type, &compared, &r.properties, &[]);
             match diffs.iter().find(|d| d.requires_replacement) {
                 Some(d) => Decision::Replace(format!("create-only property {} changed", d.path)),
-                None if diffs.is_empty() => Decision::Unchanged,
+                None if diffs.is_empty() && !super::noecho::readback_changed(&planned.change) => {
+                    Decision::Unchanged
+                }
                 None => Decision::Update,
             }
         }

@@ -10,21 +10,31 @@
 //! - [`nested`]: `AWS::CloudFormation::Stack` rows deploy (and delete) their child stack.
 //!
 //! Not in this slice: automatic rollback and the rollback journal, assets,
-//! custom resources, dynamic references, NoEcho masking, live progress.
+//! custom resources, live progress.
+//!
+//! Secrets: dynamic references are substituted for the AWS call (`lookup::Resolution::secure`)
+//! and every state write passes through the stack's `redact::RecordRedactor`.
 
+mod adopt;
 mod book;
 mod changes;
 mod delete;
 mod dry_run;
 mod execute;
+mod failure;
 mod lookup;
+mod noecho;
 mod nested;
+mod oplog;
 mod outputs;
 mod plan;
 mod prepare;
 mod propagate;
 pub(crate) mod preview;
+mod replay;
 mod report;
+mod rollback;
+mod tokens;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -224,12 +234,13 @@ async fn deploy_locked(
             env.external.clone(),
         )?,
     };
-    let plan = plan::plan(
+    let mut plan = plan::plan(
         &prepared,
         &state,
         &env.registry,
         options.force_stateful_recreation,
     )?;
+    noecho::recheck(env, &prepared, &state, &mut plan).await;
     let mut report = StackReport {
         stack_name: stack.to_owned(),
         region: region.to_owned(),
