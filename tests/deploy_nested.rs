@@ -382,3 +382,39 @@ async fn a_region_opted_into_cdkd_asset_storage_publishes_there_and_the_template
     let template = std::fs::read_to_string(dir.path().join("LambdaStack.template.json")).unwrap();
     assert!(template.contains("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"));
 }
+
+#[tokio::test]
+async fn a_container_asset_without_docker_fails_naming_the_stack() {
+    let bucket = bootstrap();
+    let dir = copy_fixture("lambda");
+    let manifest_file = dir.path().join("LambdaStack.assets.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_file).unwrap()).unwrap();
+    manifest["dockerImages"] = serde_json::json!({
+        "abc123": {
+            "displayName": "Worker/Image",
+            "source": {"directory": "asset.abc123"},
+            "destinations": {"current_account-current_region": {
+                "repositoryName": "cdk-hnb659fds-container-assets-${AWS::AccountId}-${AWS::Region}",
+                "imageTag": "abc123"
+            }}
+        }
+    });
+    std::fs::write(&manifest_file, manifest.to_string()).unwrap();
+    let out = cdkd()
+        .current_dir(dir.path())
+        .env("CDK_DOCKER", "/nonexistent/docker")
+        .args(["deploy", "--app", dir.path().to_str().unwrap()])
+        .args(["--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("container image assets need docker")
+            && stderr.contains("stacks that need one: LambdaStack"),
+        "{stderr}"
+    );
+    // Nothing was deployed.
+    assert!(state(&bucket, "LambdaStack").await.is_none());
+}

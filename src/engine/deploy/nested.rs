@@ -113,6 +113,8 @@ pub(super) async fn provision(
     };
     let mut options = scope.options.clone();
     options.parameters = parameters;
+    // The parent's approval covers its children: no second prompt in the middle of the walk.
+    options.approval = None;
     crate::ui::info(format!("  {id}: deploying nested stack {child}"));
     let report = deploy_child(
         &scope.env,
