@@ -545,6 +545,41 @@ async fn state_destroy_needs_no_app_and_removes_the_ledger_and_journal_with_thei
     assert!(bodies_of(&app.bucket, &format!("{base}/state.json")).await > 0);
 }
 
+#[tokio::test]
+async fn a_failed_create_only_the_journal_records_is_deleted_before_the_journal() {
+    let app = App::new(
+        "journal",
+        &json!({"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}),
+    );
+    app.deploy();
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config().await);
+    let stray = sqs
+        .create_queue()
+        .queue_name(unique_name("stray"))
+        .send()
+        .await
+        .expect("queue")
+        .queue_url()
+        .unwrap()
+        .to_owned();
+    let journal = json!({
+        "journalVersion": 1, "stackName": app.stack, "region": REGION,
+        "segments": [{"reason": "no-rollback", "writtenAt": 1, "operations": [],
+            "failedOperations": [{"kind": "CREATE", "logicalId": "Stray",
+                "resourceType": "AWS::SQS::Queue", "physicalId": stray, "error": "timed out"}]}]
+    });
+    let key = format!("cdkd/{}/{REGION}/rollback-journal.json", app.stack);
+    put(&app.bucket, &key, &journal.to_string()).await;
+    let (code, stderr) = app.cmd(&["destroy", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("only the rollback journal recorded"),
+        "{stderr}"
+    );
+    assert_eq!(exists("AWS::SQS::Queue", &stray).await, Some(false));
+    assert!(keys_under(&app.bucket, &key).await.is_empty());
+}
+
 /// Writes a record by hand and runs `state destroy` on it: (code, stderr, record after).
 async fn state_destroy_record(record: &Value) -> (i32, String, Option<Vec<u8>>) {
     let bucket = bootstrap("cdkd-refuse");

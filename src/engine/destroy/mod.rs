@@ -17,6 +17,7 @@
 
 mod book;
 mod cleanup;
+mod journal;
 pub mod scan;
 
 use std::future::Future;
@@ -39,6 +40,7 @@ use crate::provider::{ProviderContext, Registry, Route};
 use crate::resolve::partition_for_region;
 use crate::state::backend::{BackendError, S3Backend};
 use crate::state::exports::ExportIndexStore;
+use crate::state::journal::JournalStore;
 use crate::state::keys::nested_stack_name;
 use crate::state::lock::{default_owner, HeldLock, LockManager, DEFAULT_LOCK_TTL};
 use crate::state::{ResourceState, StateError};
@@ -288,6 +290,9 @@ async fn destroy_locked(
         return Ok(report);
     }
     if report.is_success() {
+        delete_strays(&run, &mut report).await;
+    }
+    if report.is_success() {
         let legacy = match legacy_key {
             Some(k) if run.book.is_legacy().await => Some(k),
             _ => None,
@@ -304,6 +309,58 @@ async fn destroy_locked(
     }
     report.remaining = run.book.remaining().await;
     Ok(report)
+}
+
+impl Run {
+    fn provider_context(&self) -> ProviderContext<'_> {
+        ProviderContext {
+            clients: &self.clients,
+            stack_name: &self.stack,
+            region: &self.region,
+            account_id: &self.account_id,
+            partition: &self.partition,
+            no_wait: false,
+        }
+    }
+}
+
+/// Deletes what only the rollback journal records (a failed CREATE's resource), before the
+/// journal goes with the record; a failed delete makes the destroy partial.
+async fn delete_strays(run: &Run, report: &mut DestroyReport) {
+    let store = JournalStore::new(
+        run.backend.client().clone(),
+        run.backend.bucket(),
+        run.backend.keys().clone(),
+    );
+    let Some(found) = journal::load(&store, &run.stack, &run.region).await else {
+        return;
+    };
+    for stray in journal::strays(&found, &run.records) {
+        let started = Instant::now();
+        let ctx = run.provider_context();
+        let (id, rec) = (&stray.logical_id, &stray.record);
+        let (route, result) = delete_recorded(&run.registry, &ctx, id, rec).await;
+        let done = Done::new(id, &rec.resource_type, route);
+        match result {
+            Ok(()) => {
+                ui::info(format!(
+                    "{} (a failed create only the rollback journal recorded)",
+                    done.with(Action::Deleted, started).line(None)
+                ));
+                report.deleted.push(id.clone());
+            }
+            Err(e) => {
+                ui::info(done.with(Action::Failed, started).line(Some(&e)));
+                report.failures.push((
+                    id.clone(),
+                    format!(
+                        "{e} (a failed create only the rollback journal records; the journal \
+                         is kept so a re-run retries it)"
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 /// Deletes one resource (or keeps it, as its DeletionPolicy says) and drops its record.
@@ -330,14 +387,7 @@ async fn destroy_one(run: &Run, id: &str) -> Result<Done, (Done, String)> {
         // Kept in every intermediate snapshot; the wholesale record delete drops it.
         return Ok(Done::new(id, &rec.resource_type, route).with(Action::Retained, started));
     }
-    let ctx = ProviderContext {
-        clients: &run.clients,
-        stack_name: &run.stack,
-        region: &run.region,
-        account_id: &run.account_id,
-        partition: &run.partition,
-        no_wait: false,
-    };
+    let ctx = run.provider_context();
     let (route, result) = if is_nested(&rec.resource_type) {
         (Route::Sdk, destroy_nested(run, id).await)
     } else {
