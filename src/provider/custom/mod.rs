@@ -77,8 +77,11 @@ pub fn timeout_from_env() -> Duration {
     }
 }
 
-fn vault() -> &'static Mutex<HashMap<(String, String), Map<String, Value>>> {
-    static VAULT: OnceLock<Mutex<HashMap<(String, String), Map<String, Value>>>> = OnceLock::new();
+/// Real NoEcho Data by (stack, logical id).
+type Vault = Mutex<HashMap<(String, String), Map<String, Value>>>;
+
+fn vault() -> &'static Vault {
+    static VAULT: OnceLock<Vault> = OnceLock::new();
     VAULT.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -260,12 +263,11 @@ impl CustomResourceProvider {
         tokio::pin!(waiting);
         match target {
             Target::Sns { arn, region } => {
-                match publish_sns(ctx.clients, arn, region, payload)
+                let delivered = publish_sns(ctx.clients, arn, region, payload)
                     .await
-                    .map_err(aws)?
-                {
-                    Delivered::Gone => return Ok(Some(Answer::Gone)),
-                    _ => {}
+                    .map_err(aws)?;
+                if delivered == Delivered::Gone {
+                    return Ok(Some(Answer::Gone));
                 }
                 Ok(waiting.await.map_err(aws)?.map(Answer::Body))
             }

@@ -98,7 +98,7 @@ impl ResponseBucket {
             .body(ByteStream::from_static(b""))
             .send()
             .await
-            .map_err(|e| AwsError::call("s3", "PutObject", &self.s3_url(key), &e))?;
+            .map_err(|e| AwsError::call("s3", "PutObject", self.s3_url(key), &e))?;
         let config = PresigningConfig::expires_in(lifetime.min(MAX_URL_LIFETIME)).map_err(|e| {
             AwsError::Unexpected(format!("presigning a PUT to {}: {e}", self.s3_url(key)))
         })?;
@@ -109,7 +109,7 @@ impl ResponseBucket {
             .key(key)
             .presigned(config)
             .await
-            .map_err(|e| AwsError::call("s3", "presign PutObject", &self.s3_url(key), &e))?;
+            .map_err(|e| AwsError::call("s3", "presign PutObject", self.s3_url(key), &e))?;
         Ok(presigned.uri().to_owned())
     }
 
@@ -155,7 +155,7 @@ impl ResponseBucket {
             {
                 Ok(None)
             }
-            Err(e) => Err(AwsError::call("s3", "GetObject", &self.s3_url(key), &e)),
+            Err(e) => Err(AwsError::call("s3", "GetObject", self.s3_url(key), &e)),
         }
     }
 
