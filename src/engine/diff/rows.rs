@@ -131,16 +131,29 @@ fn propagated(
             if !reads || shown {
                 continue;
             }
-            let old = record.and_then(|r| r.properties.get(key)).cloned();
-            out.push(PropertyChange {
-                path: key.clone(),
-                old,
-                new: Some(value.clone()),
-                requires_replacement: replacement
-                    && crate::engine::deploy::preview::replaces(&c.resource_type, key, None, None),
-                replacement_propagated: replacement,
-                attribute_propagated: !replacement,
+            let old = record.and_then(|r| r.properties.get(key));
+            let requires_replacement = replacement
+                && crate::engine::deploy::preview::replaces(&c.resource_type, key, None, None);
+            // Only the leaves that read the moved dependency.
+            let mut leaves = Vec::new();
+            leaf_changes(key, old, Some(value), &mut leaves);
+            leaves.retain(|(_, _, new)| {
+                new.as_ref()
+                    .is_some_and(|n| references(n).iter().any(|r| &r.target == from))
             });
+            if leaves.is_empty() {
+                leaves.push((key.clone(), old.cloned(), Some(value.clone())));
+            }
+            for (path, old, new) in leaves {
+                out.push(PropertyChange {
+                    path,
+                    old,
+                    new,
+                    requires_replacement,
+                    replacement_propagated: replacement,
+                    attribute_propagated: !replacement,
+                });
+            }
         }
     }
 }
