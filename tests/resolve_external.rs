@@ -639,3 +639,212 @@ async fn get_stack_output_across_accounts_assumes_the_role_once() {
     let err = run(reader, "Workload", &t).await.1.unwrap_err().to_string();
     assert!(err.contains("not an IAM role ARN"), "{err}");
 }
+
+#[tokio::test]
+async fn get_azs_asks_ec2_in_the_stacks_region_or_the_named_one() {
+    let e = env().await;
+    let t = template(json!({"Resources": {"Q": resource(json!({
+        "Here": {"Fn::GetAZs": ""},
+        "ByRef": {"Fn::Select": [1, {"Fn::GetAZs": {"Ref": "AWS::Region"}}]},
+        "Far": {"Fn::GetAZs": "EU-WEST-1"},
+        "Count": {"Fn::Length": {"Fn::GetAZs": "eu-west-1"}}
+    }))}}));
+    let reader = e.reader(false);
+    let (p, out) = run(reader.clone(), "Azs", &t).await;
+    let (value, secrets) = out.expect("resolves").remove(0);
+    assert!(secrets.is_empty());
+    // What EC2 itself lists, in name order.
+    let ec2 = |region: &'static str| {
+        let clients = e.clients.clone();
+        async move {
+            let mut z: Vec<String> = clients
+                .ec2(Some(region))
+                .describe_availability_zones()
+                .send()
+                .await
+                .expect("describe")
+                .availability_zones()
+                .iter()
+                .filter_map(|z| z.zone_name().map(String::from))
+                .collect();
+            z.sort();
+            z
+        }
+    };
+    let here = ec2("us-east-1").await;
+    let far = ec2("eu-west-1").await;
+    assert!(here.len() >= 2 && !far.is_empty());
+    assert!(here.iter().all(|z| z.starts_with("us-east-1")));
+    assert_eq!(
+        value,
+        json!({"Here": here, "ByRef": here[1], "Far": far, "Count": far.len()})
+    );
+    assert!(p.lookup.wanted_availability_zone_regions().is_empty());
+
+    // A region EC2 cannot answer for fails where Fn::GetAZs is used, naming it.
+    let t = template(json!({"Resources": {"Q": resource(json!({
+        "Bad": {"Fn::GetAZs": "no-such-region-9"}
+    }))}}));
+    let (_, out) = run(reader, "Azs", &t).await;
+    if let Err(err) = out {
+        let err = err.to_string();
+        assert!(
+            err.contains("Fn::GetAZs") && err.contains("Resources.Q.Properties.Bad"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_masked_output_is_bridged_only_within_the_run_that_deployed_it() {
+    let e = env().await;
+    let producer = unique_name("MaskProducer");
+    let export = unique_name("masked-export");
+    e.put_record(
+        &producer,
+        REGION,
+        json!({"Token": "***", export.clone(): "***", "Listed": ["a", "***"]}),
+    )
+    .await;
+    let t = template(json!({"Resources": {"Q": resource(json!({
+        "Out": {"Fn::GetStackOutput": {"StackName": producer, "OutputName": "Token"}},
+        "Imp": {"Fn::Join": ["", ["x-", {"Fn::ImportValue": export}]]},
+        "List": {"Fn::GetStackOutput": {"StackName": producer, "OutputName": "Listed"}}
+    }))}}));
+
+    // Another run: refused rather than sending *** to AWS.
+    let (_, out) = run(e.reader(false), "MaskConsumer", &t).await;
+    let err = out.unwrap_err().to_string();
+    assert!(
+        err.contains("redaction mask '***'") && err.contains("in one run"),
+        "{err}"
+    );
+
+    // The same run: the plaintext the producer's deploy resolved is handed over.
+    let reader = e.reader(false);
+    let token = "run-token-plaintext".to_string();
+    let plain = serde_json::Map::from_iter([
+        ("Token".to_string(), json!(token)),
+        (export.clone(), json!(token)),
+        ("Listed".to_string(), json!(["a", "b-secret"])),
+    ]);
+    reader.remember_run_outputs(&producer, REGION, plain.iter());
+    // Another stack of the same name in another region is not bridged.
+    assert_eq!(reader.run_output(&producer, "eu-west-1", "Token"), None);
+    let (p, out) = run(reader.clone(), "MaskConsumer", &t).await;
+    let (value, secrets) = out.expect("bridged").remove(0);
+    assert_eq!(
+        value,
+        json!({"Out": token, "Imp": format!("x-{token}"), "List": ["a", "b-secret"]})
+    );
+    // Mask-only: no expression to persist, the plaintexts go to redaction.
+    assert_eq!(secrets.positions().count(), 0);
+    let mut plains: Vec<String> = p
+        .lookup
+        .cross_stack_secrets()
+        .plaintexts()
+        .map(String::from)
+        .collect();
+    plains.sort();
+    assert_eq!(plains, vec!["b-secret".to_string(), token.clone()]);
+    assert_eq!(p.lookup.recorded_output_reads().len(), 2);
+
+    // A run that only knows the mask itself still refuses.
+    let reader = e.reader(false);
+    let masked = serde_json::Map::from_iter([("Token".to_string(), json!("***"))]);
+    reader.remember_run_outputs(&producer, REGION, masked.iter());
+    let t = template(json!({"Resources": {"Q": resource(json!({
+        "Out": {"Fn::GetStackOutput": {"StackName": producer, "OutputName": "Token"}}
+    }))}}));
+    let (_, out) = run(reader, "MaskConsumer", &t).await;
+    assert!(out.unwrap_err().to_string().contains("redaction mask"));
+}
+
+#[tokio::test]
+async fn cloudformation_tokens_stay_literal_through_the_post_pass() {
+    let e = env().await;
+    let conf = sdk_config().await;
+    let cfn = aws_sdk_cloudformation::Client::new(&conf);
+    let ssm = aws_sdk_ssm::Client::new(&conf);
+    // The consumer's own reference to a parameter that exists.
+    let own = format!("/{}", unique_name("own"));
+    ssm.put_parameter()
+        .name(&own)
+        .value("own-value")
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .expect("parameter");
+    let stack = unique_name("CfnLiteral");
+    let export = unique_name("cfn-literal");
+    let published = "a,{{resolve:ssm:/published/by/cfn}},{{resolve:bogus:x}}";
+    let body = json!({
+        "Resources": {"H": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Outputs": {"Out": {"Value": published, "Export": {"Name": export}}}
+    });
+    cfn.create_stack()
+        .stack_name(&stack)
+        .template_body(body.to_string())
+        .send()
+        .await
+        .expect("create stack");
+    let t = template(json!({"Resources": {"Q": resource(json!({
+        "Whole": {"Fn::ImportValue": export},
+        "Joined": {"Fn::Join": ["|", [{"Fn::ImportValue": export}, format!("{{{{resolve:ssm:{own}}}}}")]]},
+        "Split": {"Fn::Select": [1, {"Fn::Split": [",", {"Fn::GetStackOutput": {"StackName": stack, "OutputName": "Out"}}]}]}
+    }))}}));
+    let (p, out) = run(e.reader(true), "LiteralConsumer", &t).await;
+    let (value, secrets) = out.expect("the CloudFormation values are data").remove(0);
+    assert_eq!(
+        value,
+        json!({
+            "Whole": published,
+            "Joined": format!("{published}|own-value"),
+            "Split": "{{resolve:ssm:/published/by/cfn}}"
+        })
+    );
+    assert!(secrets.is_empty());
+    assert!(p.lookup.recorded_imports().is_empty());
+    let _ = cfn.delete_stack().stack_name(&stack).send().await;
+}
+
+#[tokio::test]
+async fn ssm_references_read_a_version_or_a_label() {
+    let e = env().await;
+    let ssm = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let name = format!("/{}", unique_name("versioned"));
+    for v in ["first", "second"] {
+        ssm.put_parameter()
+            .name(&name)
+            .value(v)
+            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .overwrite(true)
+            .send()
+            .await
+            .expect("put");
+    }
+    ssm.label_parameter_version()
+        .name(&name)
+        .parameter_version(1)
+        .labels("golden")
+        .send()
+        .await
+        .expect("label");
+    let t = template(json!({"Resources": {"Q": resource(json!({
+        "Latest": format!("{{{{resolve:ssm:{name}}}}}"),
+        "V1": format!("{{{{resolve:ssm:{name}:1}}}}"),
+        "V2": format!("{{{{resolve:ssm:{name}:2}}}}"),
+        "Label": format!("{{{{resolve:ssm:{name}:golden}}}}")
+    }))}}));
+    let (_, out) = run(e.reader(false), "Versions", &t).await;
+    assert_eq!(
+        out.expect("resolves")[0].0,
+        json!({"Latest": "second", "V1": "first", "V2": "second", "Label": "first"})
+    );
+    let t = template(json!({"Resources": {"Q": resource(json!({
+        "Missing": format!("{{{{resolve:ssm:{name}:nolabel}}}}")
+    }))}}));
+    let (_, out) = run(e.reader(false), "Versions", &t).await;
+    let err = out.unwrap_err().to_string();
+    assert!(err.contains("Resources.Q.Properties.Missing"), "{err}");
+}

@@ -41,10 +41,11 @@ pub struct DynamicReference {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReferenceTarget {
     /// `ssm` (`secure == false`) or `ssm-secure`: a parameter name or ARN and
-    /// an optional version.
+    /// an optional selector: a version number or a parameter label, the two
+    /// selectors SSM's `name:selector` accepts.
     Ssm {
         name: String,
-        version: Option<u64>,
+        version: Option<SsmSelector>,
         secure: bool,
     },
     /// `secretsmanager`: a secret name or ARN, then the optional
@@ -57,11 +58,63 @@ pub enum ReferenceTarget {
     },
 }
 
+/// Which version of an SSM parameter a reference reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SsmSelector {
+    /// A version number (1 or more).
+    Version(u64),
+    /// A parameter label (`prod`, `release-2`).
+    Label(String),
+}
+
+impl fmt::Display for SsmSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SsmSelector::Version(v) => write!(f, "{v}"),
+            SsmSelector::Label(l) => f.write_str(l),
+        }
+    }
+}
+
+impl SsmSelector {
+    /// A version number (digits only, at least 1), or a label as SSM allows
+    /// one: up to 100 letters, digits, `.`, `-` and `_`, starting with a
+    /// letter, and not starting with `aws` or `ssm` in any case.
+    pub fn parse(text: &str) -> Result<SsmSelector, String> {
+        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+            return match text.parse::<u64>() {
+                Ok(v) if v >= 1 => Ok(SsmSelector::Version(v)),
+                _ => Err(format!(
+                    "the version '{text}' is not a parameter version (a positive integer)"
+                )),
+            };
+        }
+        let lower = text.to_ascii_lowercase();
+        let valid_label = text.len() <= 100
+            && text.starts_with(|c: char| c.is_ascii_alphabetic())
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            && !lower.starts_with("aws")
+            && !lower.starts_with("ssm");
+        if valid_label {
+            Ok(SsmSelector::Label(text.to_string()))
+        } else {
+            Err(format!(
+                "the version '{text}' is neither a parameter version (a positive integer) nor a \
+                 parameter label (letters, digits, '.', '-' and '_', starting with a letter and \
+                 not with 'aws' or 'ssm', at most 100 characters)"
+            ))
+        }
+    }
+}
+
 /// What to fetch for a reference: one fetch serves every JSON key of a
 /// secret version.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FetchKey {
-    /// GetParameter (with decryption) of `name` (`name:version` for a version).
+    /// GetParameter (with decryption) of `name` (`name:selector` for a
+    /// version or a label).
     Parameter { region: String, name: String },
     /// GetSecretValue.
     Secret {
@@ -157,14 +210,26 @@ pub fn find_references(text: &str) -> Result<Vec<DynamicReference>, DynamicParse
 }
 
 /// Every reference in the string leaves of `value` (map keys are not read).
-/// Strings that do not parse are skipped: the post-pass reports them.
+/// References that do not parse are skipped (the post-pass reports them);
+/// the well-formed ones beside them are still collected.
 pub fn collect_references(value: &Value, out: &mut Vec<DynamicReference>) {
     match value {
-        Value::String(s) if contains_dynamic_reference(s) => {
-            if let Ok(refs) = find_references(s) {
-                out.extend(refs);
+        Value::String(s) if contains_dynamic_reference(s) => match find_references(s) {
+            Ok(refs) => out.extend(refs),
+            Err(_) => {
+                let mut rest = s.as_str();
+                while let Some(open) = rest.find(DYNAMIC_REFERENCE_OPENER) {
+                    let after = &rest[open..];
+                    let Some(close) = after.find(CLOSER) else {
+                        break;
+                    };
+                    if let Ok(r) = DynamicReference::parse(&after[..close + CLOSER.len()]) {
+                        out.push(r);
+                    }
+                    rest = &after[close + CLOSER.len()..];
+                }
             }
-        }
+        },
         Value::Array(items) => items.iter().for_each(|v| collect_references(v, out)),
         Value::Object(m) => m.values().for_each(|v| collect_references(v, out)),
         _ => {}
@@ -301,12 +366,7 @@ fn parse_ssm(rest: &str, secure: bool) -> Result<ReferenceTarget, String> {
     }
     let version = match version {
         None => None,
-        Some(v) => Some(
-            v.parse::<u64>()
-                .ok()
-                .filter(|_| v.bytes().all(|b| b.is_ascii_digit()))
-                .ok_or_else(|| format!("the version '{v}' is not a positive integer"))?,
-        ),
+        Some(v) => Some(SsmSelector::parse(v)?),
     };
     Ok(ReferenceTarget::Ssm {
         name,

@@ -11,7 +11,15 @@ use super::{LookupError, ResolveContext};
 fn ssm(name: &str, version: Option<u64>, secure: bool) -> ReferenceTarget {
     ReferenceTarget::Ssm {
         name: name.into(),
-        version,
+        version: version.map(SsmSelector::Version),
+        secure,
+    }
+}
+
+fn ssm_label(name: &str, label: &str, secure: bool) -> ReferenceTarget {
+    ReferenceTarget::Ssm {
+        name: name.into(),
+        version: Some(SsmSelector::Label(label.into())),
         secure,
     }
 }
@@ -37,6 +45,18 @@ fn parses_every_form() {
         ("ssm-secure:/db/pw:3".into(), ssm("/db/pw", Some(3), true)),
         (format!("ssm:{arn_ssm}"), ssm(arn_ssm, None, false)),
         (format!("ssm:{arn_ssm}:4"), ssm(arn_ssm, Some(4), false)),
+        (
+            "ssm:/app/name:prod".into(),
+            ssm_label("/app/name", "prod", false),
+        ),
+        (
+            "ssm-secure:/db/pw:release-2.1_b".into(),
+            ssm_label("/db/pw", "release-2.1_b", true),
+        ),
+        (
+            format!("ssm:{arn_ssm}:Blue"),
+            ssm_label(arn_ssm, "Blue", false),
+        ),
         (
             "secretsmanager:MySecret".into(),
             sm("MySecret", None, None, None),
@@ -91,7 +111,12 @@ fn refuses_malformed_references() {
     for (inner, needle) in [
         ("ssm:", "empty"),
         ("ssm:/a:", "version"),
-        ("ssm:/a:v1", "version"),
+        ("ssm:/a:1v", "version"),
+        ("ssm:/a:0", "positive integer"),
+        ("ssm:/a:awsLabel", "label"),
+        ("ssm:/a:SSM-x", "label"),
+        ("ssm:/a:-x", "label"),
+        ("ssm:/a:la bel", "label"),
         ("ssm:/a:1:2", "version"),
         ("ssm:has space", "not a valid"),
         ("ssm:arn:aws:s3:::bucket", "ARN"),

@@ -15,8 +15,13 @@
 //!   `RoleArn`, the producer account's `cdkd-state-{account}` bucket read
 //!   under an assumed role.
 //! - A producer value that is a `{{resolve:...}}` expression is resolved again
-//!   in the producer's region (same account) or refused (cross account); the
-//!   NoEcho mask `***` is refused.
+//!   in the producer's region (same account) or refused (cross account).
+//! - A producer value stored as the redaction mask `***` (a NoEcho parameter
+//!   or custom-resource value) is bridged only when the producer was deployed
+//!   by this same process: the deploy hands its plaintext outputs to
+//!   [`ExternalReader::remember_run_outputs`], keyed by (stack, region, key),
+//!   and the consumer is given that value with its plaintext marked for
+//!   masking. Any other run refuses the read.
 
 mod azs;
 mod fetch;
@@ -68,6 +73,9 @@ pub struct ExternalReader {
     assume_role_calls: AtomicUsize,
     /// Region → its availability zones (`Fn::GetAZs`).
     azs: Mutex<HashMap<String, AzSlot>>,
+    /// (producer stack, region, output key or export name) → the plaintext
+    /// this process resolved for it (the same-run bridge over `***`).
+    run_outputs: Mutex<HashMap<(String, String, String), Value>>,
 }
 
 impl ExternalReader {
@@ -87,6 +95,7 @@ impl ExternalReader {
             producer_bucket_regions: Mutex::new(HashMap::new()),
             assume_role_calls: AtomicUsize::new(0),
             azs: Mutex::new(HashMap::new()),
+            run_outputs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -112,33 +121,135 @@ impl ExternalReader {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Keeps the plaintext outputs a deploy of `stack` in `region` resolved
+    /// in this process (keyed by output name and by export name, as
+    /// `state.outputs` keys them), so a consumer deployed later in the same
+    /// run can read an output stored as `***`. Values are never keyed by
+    /// themselves: one stack's answer is never served to another's read.
+    pub fn remember_run_outputs<'v>(
+        &self,
+        stack: &str,
+        region: &str,
+        outputs: impl IntoIterator<Item = (&'v String, &'v Value)>,
+    ) {
+        let mut run = self.run_outputs.lock().unwrap_or_else(|p| p.into_inner());
+        for (key, value) in outputs {
+            run.insert(
+                (stack.to_string(), region.to_string(), key.clone()),
+                value.clone(),
+            );
+        }
+    }
+
+    /// The plaintext this process resolved for output (or export) `key` of
+    /// `stack` in `region`, if it deployed that stack.
+    pub fn run_output(&self, stack: &str, region: &str, key: &str) -> Option<Value> {
+        self.run_outputs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(stack.to_string(), region.to_string(), key.to_string()))
+            .cloned()
+    }
+
     /// Resolves the dynamic references in a value another stack published,
-    /// in the producer's region, fetching through `cache`. `what` names the
-    /// read in errors (`export 'X' of stack 'P'`).
+    /// in the producer's region, fetching through `cache`. `key` is the
+    /// `state.outputs` key read (output name or export name); `what` names
+    /// the read in errors (`export 'X' of stack 'P'`). A masked leaf is
+    /// bridged from this run's plaintext (its plaintext returned in the
+    /// secrets map with no position, so the consumer stores `***` too) or
+    /// refused.
     pub(crate) async fn reresolve(
         &self,
         cache: &DynamicCache,
         value: &Value,
         producer_stack: &str,
         producer_region: &str,
+        key: &str,
         what: &str,
     ) -> Result<(Value, SecretsMap), LookupError> {
-        if holds_mask(value) {
-            return Err(LookupError::Failed(format!(
-                "{what} is stored as the redaction mask '{REDACTION_MASK}' (a NoEcho value): \
-                 its plaintext exists only during the run that deployed the producer. Deploy the \
-                 producer and this stack in one run, or publish a value that is not NoEcho"
-            )));
-        }
+        let mut masked = Vec::new();
+        let bridged;
+        let value = if holds_mask(value) {
+            let plain = self.run_output(producer_stack, producer_region, key);
+            bridged = plain
+                .as_ref()
+                .and_then(|p| unmask(value, p, &mut masked))
+                .ok_or_else(|| mask_refusal(what))?;
+            &bridged
+        } else {
+            value
+        };
         let mut refs = Vec::new();
         collect_references(value, &mut refs);
-        if refs.is_empty() && !holds_reference(value) {
-            return Ok((value.clone(), SecretsMap::default()));
+        let (out, mut secrets) = if refs.is_empty() && !holds_reference(value) {
+            (value.clone(), SecretsMap::default())
+        } else {
+            let keys = refs.iter().map(|r| r.fetch_key(producer_region)).collect();
+            cache.ensure(self, keys).await;
+            substitute_in_region(value, "", producer_stack, producer_region, cache)
+                .map_err(|e| LookupError::Failed(format!("{what}: {}", e.kind)))?
+        };
+        for p in masked {
+            secrets.insert_plaintext(p);
         }
-        let keys = refs.iter().map(|r| r.fetch_key(producer_region)).collect();
-        cache.ensure(self, keys).await;
-        substitute_in_region(value, "", producer_stack, producer_region, cache)
-            .map_err(|e| LookupError::Failed(format!("{what}: {}", e.kind)))
+        Ok((out, secrets))
+    }
+}
+
+/// The refusal of a `***` read no run of this process can bridge.
+fn mask_refusal(what: &str) -> LookupError {
+    LookupError::Failed(format!(
+        "{what} is stored as the redaction mask '{REDACTION_MASK}' (a NoEcho parameter or a \
+         NoEcho custom-resource value): there is no expression to re-resolve, and its plaintext \
+         exists only in the run that deployed the producer, so the read is refused rather than \
+         sending '{REDACTION_MASK}' to AWS. Deploy the producer and this stack in one run (with \
+         the producer's custom resource actually running: force it to update), or stop marking \
+         that value NoEcho"
+    ))
+}
+
+/// `stored` with each masked leaf replaced by the same leaf of `plain` (the
+/// value this run resolved), collecting those plaintexts; `None` when the
+/// two do not have the same shape.
+fn unmask(stored: &Value, plain: &Value, masked: &mut Vec<String>) -> Option<Value> {
+    match (stored, plain) {
+        (Value::String(s), p) if s == REDACTION_MASK => {
+            if holds_mask(p) {
+                return None;
+            }
+            match p {
+                Value::String(t) => masked.push(t.clone()),
+                Value::Number(n) => masked.push(n.to_string()),
+                Value::Bool(_) | Value::Null => {}
+                other => string_texts(other, masked),
+            }
+            Some(p.clone())
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| unmask(x, y, masked))
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array),
+        (Value::Object(a), Value::Object(b)) => {
+            let mut out = serde_json::Map::new();
+            for (k, x) in a {
+                out.insert(k.clone(), unmask(x, b.get(k)?, masked)?);
+            }
+            Some(Value::Object(out))
+        }
+        (other, _) if !holds_mask(other) => Some(other.clone()),
+        _ => None,
+    }
+}
+
+fn string_texts(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Number(n) => out.push(n.to_string()),
+        Value::Array(items) => items.iter().for_each(|x| string_texts(x, out)),
+        Value::Object(m) => m.values().for_each(|x| string_texts(x, out)),
+        _ => {}
     }
 }
 

@@ -17,6 +17,7 @@
 //! `Fn::GetStackOutput` reads (for `state.outputReads`). A fetch failure is
 //! not a prefetch error: it is kept and reported where the value is used.
 
+mod literal;
 mod scan;
 
 use std::collections::HashMap;
@@ -26,11 +27,12 @@ use indexmap::{IndexMap, IndexSet};
 use serde_json::Value;
 
 use super::dynamic::{
-    collect_references, substitute_dynamic_references, DynamicLookup, FetchKey, Fetched,
-    SecretPosition, SecretsMap,
+    collect_references, substitute_dynamic_references, DynamicLookup, DynamicReference, FetchKey,
+    Fetched, SecretPosition, SecretsMap,
 };
 use super::external::{
-    join_all, BoxFuture, DynamicCache, ExternalReader, ImportedValue, StackOutputValue,
+    join_all, BoxFuture, DynamicCache, ExternalReader, ImportSource, ImportedValue, OutputSource,
+    StackOutputValue,
 };
 use super::{
     bind_parameters, BoundParameters, ConditionVerdicts, ExternalLookup, LookupError, NoResources,
@@ -38,6 +40,7 @@ use super::{
 };
 use crate::state::{StateImportEntry, StateOutputReadEntry};
 use crate::template::Template;
+use literal::Literals;
 #[cfg(test)]
 use scan::Wanted;
 use scan::{dynamic_references, Scan};
@@ -198,11 +201,36 @@ impl PrefetchedLookup {
                 .with_conditions(verdicts);
             dynamic_references(&mut resolver, template, params, verdicts)
         };
+        self.fetch_references(&refs).await;
+    }
+
+    /// Fetches what `refs` read, except tokens a CloudFormation-sourced value
+    /// carried (those stay literal).
+    async fn fetch_references(&self, refs: &[DynamicReference]) {
+        let literals = self.literals();
         let keys = refs
             .iter()
+            .filter(|r| !literals.contains(&r.text))
             .map(|r| r.fetch_key(self.ctx.region()))
             .collect();
         self.dynamic.ensure(&self.reader, keys).await;
+    }
+
+    /// The texts of CloudFormation-sourced values read so far (see
+    /// [`literal`]).
+    fn literals(&self) -> Literals {
+        let mut l = Literals::default();
+        for v in lock(&self.imports).values().flatten() {
+            if v.source == ImportSource::CloudFormation {
+                l.add_value(&v.value);
+            }
+        }
+        for v in lock(&self.outputs).values().flatten() {
+            if v.source == OutputSource::CloudFormation {
+                l.add_value(&v.value);
+            }
+        }
+        l
     }
 
     /// Describes the availability zones of every `Fn::GetAZs` region the
@@ -267,24 +295,28 @@ impl PrefetchedLookup {
     pub async fn prefetch_dynamic(&self, value: &Value) {
         let mut refs = Vec::new();
         collect_references(value, &mut refs);
-        let keys = refs
-            .iter()
-            .map(|r| r.fetch_key(self.ctx.region()))
-            .collect();
-        self.dynamic.ensure(&self.reader, keys).await;
+        self.fetch_references(&refs).await;
     }
 
     /// Substitutes the dynamic references of a resolved value at `path` (see
     /// [`substitute_dynamic_references`]). A leaf equal to a secret another
     /// stack published (re-resolved from its expression) is recorded at its
     /// position with that expression, so this stack's state stores the same
-    /// expression the producer's does.
+    /// expression the producer's does. A `{{resolve:...}}` that came from a
+    /// CloudFormation fallback is data and stays as it is.
     pub fn substitute(
         &self,
         value: &Value,
         path: &str,
     ) -> Result<(Value, SecretsMap), ResolveError> {
-        let (out, mut secrets) = substitute_dynamic_references(value, path, &self.ctx, self)?;
+        let literals = self.literals();
+        let (out, mut secrets) = if literals.is_empty() {
+            substitute_dynamic_references(value, path, &self.ctx, self)?
+        } else {
+            let hidden = literals.hide(value);
+            let (out, secrets) = substitute_dynamic_references(&hidden, path, &self.ctx, self)?;
+            (literals.restore(&out), literals.restore_secrets(secrets))
+        };
         let known = lock(&self.cross_stack_secrets).0.clone();
         if !known.is_empty() {
             mark_known(&out, path.to_string(), &known, &mut secrets);

@@ -135,7 +135,7 @@ impl ExternalReader {
         for name in names {
             let r = if let Some(hit) = found.get(name) {
                 let what = format!("export '{name}' of stack '{}' ({})", hit.stack, hit.region);
-                self.reresolve(cache, &hit.value, &hit.stack, &hit.region, &what)
+                self.reresolve(cache, &hit.value, &hit.stack, &hit.region, name, &what)
                     .await
                     .map(|(value, secrets)| ImportedValue {
                         value,

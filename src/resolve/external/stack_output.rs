@@ -143,7 +143,9 @@ impl ExternalReader {
         if let Some(loaded) = loaded {
             let value = output_of(&loaded, req, region)?;
             let what = format!("output '{}' of stack '{stack}' ({region})", req.output_name);
-            let (value, secrets) = self.reresolve(cache, &value, stack, region, &what).await?;
+            let (value, secrets) = self
+                .reresolve(cache, &value, stack, region, &req.output_name, &what)
+                .await?;
             return Ok(StackOutputValue {
                 value,
                 source: OutputSource::State,
