@@ -204,7 +204,8 @@ pub struct DestroyArgs {
     /// Maximum concurrent delete operations per stack.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
-    /// Also purge the noncurrent versions of the state keys the destroy deletes.
+    /// Also delete the stack's deployment event store (deployments/ beside its state), every
+    /// version of it; otherwise it survives the destroy.
     #[arg(long)]
     pub purge_events: bool,
     /// Delete databases without taking a final snapshot.

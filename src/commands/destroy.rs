@@ -91,6 +91,7 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
     let options = DestroyOptions {
         concurrency: args.concurrency as usize,
         cancel: Some(cancel_on_ctrl_c()),
+        purge_events: args.purge_events,
     };
 
     let mut status = ExitStatus::Success;
@@ -145,6 +146,7 @@ pub async fn run_state(session: &Session, args: &StateDestroyArgs) -> Result<Exi
     let options = DestroyOptions {
         concurrency: 10,
         cancel: Some(cancel_on_ctrl_c()),
+        purge_events: false,
     };
     let target = DestroyTarget {
         stack_name: &args.stack,

@@ -63,6 +63,8 @@ pub struct DestroyOptions {
     pub concurrency: usize,
     /// Flips to `true` on Ctrl-C: no new delete starts.
     pub cancel: Option<watch::Receiver<bool>>,
+    /// Also delete the stack's deployment event store (`deployments/`), every version.
+    pub purge_events: bool,
 }
 
 /// A destroy refused, or stopped before it could finish its bookkeeping.
@@ -298,6 +300,9 @@ async fn destroy_locked(
             _ => None,
         };
         cleanup::remove_record(&env.backend, stack, region, legacy.as_deref()).await?;
+        if options.purge_events {
+            cleanup::purge_events(&env.backend, stack, region).await;
+        }
         env.exports.remove_stack(region, stack).await;
         return Ok(report);
     }
