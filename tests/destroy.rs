@@ -309,7 +309,11 @@ async fn confirmation_is_required_and_a_missing_record_is_nothing_to_do() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(exists("AWS::SQS::Queue", &url).await, Some(false));
     assert!(app.state().is_none());
-    assert_eq!(bodies_of(&app.bucket, &events).await, 0, "the event store is purged");
+    assert_eq!(
+        bodies_of(&app.bucket, &events).await,
+        0,
+        "the event store is purged"
+    );
     let (code, stderr) = app.cmd(&["destroy", "--force"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("no state record"), "{stderr}");
