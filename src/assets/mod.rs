@@ -253,22 +253,6 @@ pub fn plan(
     })
 }
 
-/// The regions `stacks` deploy to.
-fn regions_of(stacks: &[&StackArtifact], default_region: Option<&str>) -> Vec<String> {
-    let mut regions: Vec<String> = stacks
-        .iter()
-        .filter_map(|s| {
-            s.environment
-                .region
-                .clone()
-                .or_else(|| default_region.map(str::to_owned))
-        })
-        .collect();
-    regions.sort();
-    regions.dedup();
-    regions
-}
-
 /// The redirect of each region whose asset-storage marker opts into cdkd-owned storage; a
 /// marker whose bucket is gone is an error, never a silent fallback.
 pub async fn redirects(
@@ -406,8 +390,7 @@ pub async fn publish_for_deploy(
 ) -> Result<(Vec<StackArtifact>, RedirectedTemplates), AssetError> {
     let default_region = clients.default_region();
     let refs: Vec<&StackArtifact> = stacks.iter().collect();
-    let regions = regions_of(&refs, default_region.as_deref());
-    let redirects = redirects(clients, backend, caller_account, &regions).await?;
+    let redirects = redirects_for(clients, backend, caller_account, &refs).await?;
     publish_with(clients, caller_account, &refs, &redirects).await?;
     drop(refs);
     let guard = redirect_templates(
@@ -426,10 +409,34 @@ pub async fn publish(
     caller_account: &str,
     stacks: &[&StackArtifact],
 ) -> Result<PublishReport, AssetError> {
-    let default_region = clients.default_region();
-    let regions = regions_of(stacks, default_region.as_deref());
-    let redirects = redirects(clients, backend, caller_account, &regions).await?;
+    let redirects = redirects_for(clients, backend, caller_account, stacks).await?;
     publish_with(clients, caller_account, stacks, &redirects).await
+}
+
+/// The redirects of the regions `stacks` publish assets to; no marker is read when there is
+/// nothing to publish (a stack without assets costs no AWS call here).
+async fn redirects_for(
+    clients: &Clients,
+    backend: &S3Backend,
+    caller_account: &str,
+    stacks: &[&StackArtifact],
+) -> Result<HashMap<String, Redirect>, AssetError> {
+    let default_region = clients.default_region();
+    let probe = plan(
+        stacks,
+        caller_account,
+        default_region.as_deref(),
+        &HashMap::new(),
+    )?;
+    let mut regions: Vec<String> = probe
+        .files
+        .iter()
+        .map(|f| f.region.clone())
+        .chain(probe.images.iter().map(|i| i.region.clone()))
+        .collect();
+    regions.sort();
+    regions.dedup();
+    redirects(clients, backend, caller_account, &regions).await
 }
 
 async fn publish_with(
