@@ -405,4 +405,38 @@ async fn a_consumer_records_its_imports_and_output_reads() {
     let (code, _, stderr) = app.deploy(&[&consumer, "-e"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.to_lowercase().contains("no changes"), "{stderr}");
+
+    // A FAILED consumer deploy records its imports too (every save unions them), so the
+    // producer's destroy still sees the consumer.
+    let failing = stack_name("failing");
+    let failing_template = json!({
+        "Resources": {
+            "ViaImport": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {
+                    "Name": format!("{base}/failing-import"), "Type": "String",
+                    "Value": {"Fn::ImportValue": export}
+                }
+            },
+            "Bad": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {"Type": "Bogus", "Value": "x"}
+            }
+        }
+    });
+    app.write_stacks(&[
+        (&producer, &producer_template, &[]),
+        (&failing, &failing_template, &[producer.as_str()]),
+    ]);
+    let (code, _, stderr) = app.deploy(&[&failing, "-e", "--no-rollback"]);
+    assert_eq!(code, 1, "{stderr}");
+    let record = app.record(&failing);
+    assert!(
+        record["resources"].get("ViaImport").is_some(),
+        "the created resource is kept: {record}"
+    );
+    assert_eq!(
+        record["imports"],
+        json!([{"sourceStack": producer, "sourceRegion": REGION, "exportName": export}])
+    );
 }
