@@ -420,7 +420,8 @@ async fn a_failing_resource_skips_its_dependents_and_state_keeps_what_was_create
     assert_eq!(status, 200, "{body}");
 
     app.write(&template("Bogus"));
-    let (code, _, stderr) = app.deploy(&[]);
+    // Without --no-rollback the queue would be rolled back (tests/deploy_failure.rs).
+    let (code, _, stderr) = app.deploy(&["--no-rollback"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("BadParam") && stderr.contains("Type must be String or StringList"),

@@ -69,6 +69,7 @@ pub(super) async fn after_failure(
         ));
     }
     let store = journal_store(env);
+    run.tokens.write_pending().await;
     let segment = run.oplog.segment(match mode {
         Mode::Rollback => reason::AUTO_ROLLBACK,
         Mode::Keep => reason::NO_ROLLBACK,

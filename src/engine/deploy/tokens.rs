@@ -48,6 +48,8 @@ struct Inner {
     inherited: HashSet<String>,
     /// Ids this run let go of while their resource still exists (a retain).
     released: Vec<String>,
+    /// Spent entries were dropped in memory and the ledger on disk still has them.
+    pruned: bool,
 }
 
 pub(crate) struct Tokens {
@@ -103,8 +105,11 @@ impl Tokens {
             ));
         }
         let mut inherited = HashSet::new();
+        let mut pruned = false;
         let ledger = ledger.map(|mut l| {
+            let before = l.sent.len();
             l.sent.retain(|id, e| reusable(e, state, id));
+            pruned = l.sent.len() != before;
             inherited.extend(l.sent.keys().cloned());
             l
         });
@@ -117,6 +122,7 @@ impl Tokens {
                 unavailable,
                 inherited,
                 released: Vec::new(),
+                pruned,
             }),
         }
     }
@@ -169,6 +175,7 @@ impl Tokens {
         }
         if changed {
             self.write(&mut inner).await;
+            inner.pruned = false;
         }
     }
 
@@ -205,6 +212,28 @@ impl Tokens {
         })
     }
 
+    /// The create of `id` ended with a definite answer that it made nothing (the service
+    /// refused it): its token is spent, since a reused token gets the same answer back (Cloud
+    /// Control returns the original, failed request). The drop is written with the next
+    /// ledger write ([`Self::write_pending`] at the end of a failed deploy).
+    pub async fn spend(&self, id: &str) {
+        let mut inner = self.inner.lock().await;
+        if let Some(ledger) = inner.ledger.as_mut() {
+            if ledger.sent.remove(id).is_some() {
+                inner.pruned = true;
+            }
+        }
+        inner.inherited.remove(id);
+    }
+
+    /// Writes spent and pruned entries' removal, if any (the end of a failed deploy).
+    pub async fn write_pending(&self) {
+        let mut inner = self.inner.lock().await;
+        if std::mem::take(&mut inner.pruned) {
+            self.write(&mut inner).await;
+        }
+    }
+
     /// cdkd let go of `id`'s resource while it still exists (a retain): the nonce is rotated
     /// and the entry dropped with the next ledger write ([`Self::settle`]).
     pub async fn release(&self, id: &str) {
@@ -225,22 +254,27 @@ impl Tokens {
     }
 
     /// After a successful deploy, once its final state save is done: applies retains (a new
-    /// nonce) and marks the ledger as serving a saved record. Writes only when that changes.
+    /// nonce) and marks the ledger as serving a saved record. Writes only when one of those
+    /// changes (a first deploy, a retain).
     pub async fn settle(&self, final_state: &StackState) {
         let mut inner = self.inner.lock().await;
         let released = std::mem::take(&mut inner.released);
+        // A spent entry left on disk would be read as unspent once its logical id leaves
+        // state (a resource removed, then added back), so the prune is written here.
+        let mut changed = std::mem::take(&mut inner.pruned);
         let Some(ledger) = inner.ledger.as_mut() else {
             return;
         };
-        let mut changed = false;
         if !released.is_empty() {
             ledger.rotate();
             ledger.sent.retain(|id, _| !released.contains(id));
             changed = true;
         }
-        let before = ledger.sent.len();
+        // Entries this deploy spent are dropped here only when the ledger is written anyway;
+        // otherwise the next deploy drops them on load (and writes that prune at its end):
+        // while state names their resources they cannot be reused, and a write of its own
+        // would sit at the end of every deploy that created something.
         ledger.sent.retain(|id, e| reusable(e, final_state, id));
-        changed |= ledger.sent.len() != before;
         if !ledger.record_saved {
             ledger.record_saved = true;
             changed = true;
