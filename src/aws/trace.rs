@@ -5,7 +5,8 @@
 //! dependencies). Calls are attributed through a task-local set around each resource
 //! operation, and counted by wrapping the SDK's HTTP client, so no provider needs to know.
 //!
-//! Without the variable nothing is wrapped and [`scoped`] is a plain await.
+//! Without the variable nothing is wrapped and [`scoped`] is a plain await. Either way every
+//! SDK client shares one HTTP client ([`http_client`]).
 
 use std::fs::File;
 use std::future::Future;
@@ -13,6 +14,7 @@ use std::io::Write as _;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
+use aws_smithy_http_client::proxy::ProxyConfig;
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
@@ -116,14 +118,27 @@ pub fn event(name: &str, fields: Value) {
     write(t, line);
 }
 
-/// The HTTP client every SDK client should use when tracing is on: the SDK's default
-/// (hyper with rustls) wrapped so each request is written to the trace.
-pub fn http_client() -> Option<SharedHttpClient> {
-    tracer()?;
-    let inner = aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
-        .build_https();
-    Some(SharedHttpClient::new(TracingClient { inner }))
+/// The one HTTP client every SDK client shares: the SDK's default (hyper 1.x, rustls with
+/// aws-lc, the proxy from the environment), built once, so its connectors (and the root
+/// certificates they load) are cached across the many short-lived service clients the
+/// providers build; wrapped so each request is written to the trace when tracing is on.
+pub fn http_client() -> SharedHttpClient {
+    let inner =
+        aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
+            let mut builder = aws_smithy_http_client::Connector::builder()
+                .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc));
+            builder.set_connector_settings(settings.cloned());
+            if let Some(components) = components {
+                builder.set_sleep_impl(components.sleep_impl());
+            }
+            builder.set_proxy_config(Some(ProxyConfig::from_env()));
+            builder.build()
+        });
+    if tracer().is_some() {
+        SharedHttpClient::new(TracingClient { inner })
+    } else {
+        inner
+    }
 }
 
 #[derive(Debug)]
