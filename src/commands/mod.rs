@@ -7,9 +7,12 @@ mod deploy;
 mod destroy;
 mod diff;
 mod force_unlock;
+mod import;
 mod list;
 mod orphan_state;
 mod publish_assets;
+mod rollback;
+mod scrub;
 mod state;
 mod synth;
 
@@ -157,6 +160,9 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::State(cmd) => state::run(&session, cmd).await,
         Command::ForceUnlock(args) => force_unlock::run(&session, args).await,
         Command::PublishAssets(args) => publish_assets::run(&session, args).await,
+        Command::Rollback(args) => rollback::run(&session, args).await,
+        Command::Scrub(args) => scrub::run(&session, args).await,
+        Command::Import(args) => import::run(&session, args).await,
         other => Err(Error::NotImplemented {
             command: other.name(),
         }),

@@ -4,4 +4,5 @@
 pub mod deploy;
 pub mod diff;
 pub mod destroy;
+pub mod scrub;
 pub mod walk;

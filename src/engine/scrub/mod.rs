@@ -1,0 +1,231 @@
+//! `cdkd scrub`: repairing state records an older cdkd wrote with plaintext secrets.
+//!
+//! Per stack, under its lock (no lock under `--dry-run`, which writes nothing): learn the
+//! secrets the run can know ([`learn`]), rewrite the record ([`rewrite`]), save it with
+//! If-Match, then purge the noncurrent versions of the key it rewrote (`--purge-history`:
+//! of every record examined and not refused). A record scrub cannot read is refused (exit 2)
+//! rather than laundered; under `--dry-run` the readable half is audited and the run still
+//! exits 2. See the scrub spec for the rules; [`report`] renders the summary.
+
+pub mod learn;
+pub mod readers;
+pub mod report;
+pub mod rewrite;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::resolve::ExternalReader;
+use crate::state::backend::{BackendError, S3Backend, SaveCondition};
+use crate::state::lock::{default_owner, LockManager};
+use crate::state::{purge_noncurrent_versions, DEFAULT_LOCK_TTL};
+
+pub use report::{StackOutcome, Verdict};
+pub use rewrite::Rewrite;
+
+/// What every stack's scrub shares.
+pub struct ScrubEnv {
+    pub backend: Arc<S3Backend>,
+    pub reader: Arc<ExternalReader>,
+}
+
+/// One stack to scrub.
+pub struct ScrubTarget<'a> {
+    pub stack_name: &'a str,
+    pub region: &'a str,
+    /// The stack's template, raw.
+    pub template: &'a Value,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScrubOptions {
+    pub dry_run: bool,
+    pub purge_history: bool,
+}
+
+/// Scrubs one stack; never fails: every problem is in the outcome.
+pub async fn scrub_stack(
+    env: &ScrubEnv,
+    target: &ScrubTarget<'_>,
+    options: ScrubOptions,
+) -> StackOutcome {
+    let mut outcome = StackOutcome::new(target.stack_name, target.region);
+    if options.dry_run {
+        scrub_locked(env, target, options, &mut outcome).await;
+        return outcome;
+    }
+    let locks = LockManager::new(
+        env.backend.client().clone(),
+        env.backend.bucket(),
+        env.backend.keys().clone(),
+    );
+    let lock = match locks
+        .acquire_with_retry(
+            target.stack_name,
+            target.region,
+            &default_owner(),
+            Some("scrub"),
+            DEFAULT_LOCK_TTL,
+        )
+        .await
+    {
+        Ok(lock) => lock,
+        Err(e) => {
+            outcome.fail(format!("could not take the stack lock: {e}"));
+            return outcome;
+        }
+    };
+    scrub_locked(env, target, options, &mut outcome).await;
+    lock.release_and_warn().await;
+    outcome
+}
+
+async fn scrub_locked(
+    env: &ScrubEnv,
+    target: &ScrubTarget<'_>,
+    options: ScrubOptions,
+    outcome: &mut StackOutcome,
+) {
+    let (stack, region) = (target.stack_name, target.region);
+    let loaded = if options.dry_run {
+        env.backend.load_for_reading(stack, region).await
+    } else {
+        env.backend.load(stack, region).await
+    };
+    let loaded = match loaded {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            outcome.verdict = Verdict::NoRecord;
+            return;
+        }
+        Err(BackendError::State(e)) => {
+            outcome.refuse(format!(
+                "the record cannot be scrubbed: {e} (nothing was written; repair the record, \
+                 then re-run cdkd scrub)"
+            ));
+            return;
+        }
+        Err(e) => {
+            outcome.fail(format!("reading the record failed: {e}"));
+            return;
+        }
+    };
+    for defect in &loaded.parsed.defects {
+        // Only a lossy (dry-run) read gets here: audit the rest, still exit 2.
+        outcome.refuse(format!(
+            "the record cannot be scrubbed: {defect}; the damaged part was NOT examined \
+             (--dry-run audited the rest)"
+        ));
+    }
+    let original = loaded.parsed.state.clone();
+    let raw_record = serde_json::to_value(&original).unwrap_or(Value::Null);
+    let learned = learn::learn(&env.reader, region, target.template, &raw_record).await;
+    outcome.unresolved = learned.unresolved.clone();
+
+    let declared: BTreeSet<String> = target
+        .template
+        .get("Outputs")
+        .and_then(Value::as_object)
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    let undeclared: Vec<String> = original
+        .outputs
+        .as_ref()
+        .map(|o| {
+            o.keys()
+                .filter(|k| !declared.contains(*k))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let read_elsewhere = if undeclared.is_empty() || learned.needles.is_empty() {
+        BTreeSet::new()
+    } else {
+        match readers::output_keys_read_elsewhere(&env.backend, stack, region).await {
+            Ok(read) => read,
+            Err(e) => {
+                outcome.refuse(format!(
+                    "SCRUB_DROPPED_OUTPUT_READERS_UNVERIFIED: {e}; the undeclared outputs were \
+                     kept"
+                ));
+                undeclared.iter().cloned().collect()
+            }
+        }
+    };
+
+    let mut state = original.clone();
+    let change = rewrite::rewrite(&mut state, &learned.needles, &declared, &read_elsewhere);
+    outcome.rewrite = change.clone();
+    let changed = state != original;
+    if options.dry_run {
+        outcome.verdict = if changed {
+            Verdict::WouldScrub
+        } else {
+            Verdict::Clean
+        };
+        return;
+    }
+    if outcome.is_refused() {
+        return;
+    }
+    let mut purge_keys: Vec<String> = Vec::new();
+    if changed {
+        let saved = env
+            .backend
+            .save(
+                stack,
+                region,
+                &state,
+                SaveCondition::IfMatch(&loaded.etag),
+                loaded.parsed.from_legacy_key,
+            )
+            .await;
+        match saved {
+            Ok(_) => {
+                outcome.verdict = Verdict::Scrubbed;
+                purge_keys.push(env.backend.keys().state(stack, region));
+                if loaded.parsed.from_legacy_key {
+                    purge_keys.push(loaded.key.clone());
+                    if let Ok(Some(_)) = env.backend.get_object(&loaded.key).await {
+                        outcome.fail(format!(
+                            "SCRUB_LEGACY_STATE_KEY_SURVIVES: the pre-region key {} still holds \
+                             the pre-scrub record; delete it by hand",
+                            loaded.key
+                        ));
+                    }
+                }
+            }
+            Err(BackendError::Conflict { .. }) => {
+                outcome.fail(
+                    "the record changed while it was being scrubbed; nothing was written; \
+                     re-run cdkd scrub"
+                        .to_string(),
+                );
+                return;
+            }
+            Err(e) => {
+                // The write may have landed: purge anyway.
+                outcome.fail(format!("saving the scrubbed record failed: {e}"));
+                purge_keys.push(env.backend.keys().state(stack, region));
+            }
+        }
+    } else {
+        outcome.verdict = Verdict::Clean;
+        if options.purge_history {
+            purge_keys.push(loaded.key.clone());
+        }
+    }
+    for key in purge_keys {
+        let purged =
+            purge_noncurrent_versions(env.backend.client(), env.backend.bucket(), &key).await;
+        outcome.versions_purged += purged.versions_deleted;
+        if let Some(f) = purged.failure_description() {
+            outcome.fail(format!(
+                "purging the earlier versions of {f} failed: they may still hold plaintext; \
+                 delete them by hand"
+            ));
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! Who reads a stack's outputs: before an output the template no longer declares is dropped,
+//! every other record in the bucket is checked for an `outputReads` entry naming it (scrub
+//! spec, "across stacks"). A record that cannot be listed or read makes the answer unknown.
+
+use std::collections::BTreeSet;
+
+use crate::state::backend::S3Backend;
+
+/// The output keys of `stack` in `region` some other record reads; `Err` names what could
+/// not be read (the readers are then unverified).
+pub async fn output_keys_read_elsewhere(
+    backend: &S3Backend,
+    stack: &str,
+    region: &str,
+) -> Result<BTreeSet<String>, String> {
+    let refs = backend
+        .list_records()
+        .await
+        .map_err(|e| format!("listing state records failed: {e}"))?;
+    let mut read = BTreeSet::new();
+    for r in refs {
+        let Some(r_region) = r.region.as_deref() else {
+            continue;
+        };
+        if r.stack_name == stack && r_region == region {
+            continue;
+        }
+        let loaded = backend
+            .load_for_reading(&r.stack_name, r_region)
+            .await
+            .map_err(|e| {
+                format!(
+                    "reading the record of {} ({r_region}) failed: {e}",
+                    r.stack_name
+                )
+            })?;
+        let Some(loaded) = loaded else { continue };
+        for entry in loaded.parsed.state.output_read_entries() {
+            if entry.source_stack == stack && entry.source_region == region {
+                read.insert(entry.output_name);
+            }
+        }
+    }
+    Ok(read)
+}
