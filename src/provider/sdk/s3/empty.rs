@@ -41,10 +41,10 @@ pub fn not_empty_error(req: &ResourceRequest<'_>, bucket: &str) -> ProviderError
     ProviderError::failed(
         req,
         format!(
-            "bucket {bucket} is not empty, so it was not deleted and its objects are kept; \
-             empty it (every object version and delete marker) and re-run, or opt in with the \
-             CDK's autoDeleteObjects: true (the {AUTO_DELETE_TAG} tag) so cdkd empties it, or \
-             keep it with RemovalPolicy.RETAIN"
+            "bucket {bucket} is not empty (S3 BucketNotEmpty), so it was not deleted and its \
+             objects are kept; empty it (every object version and delete marker) and re-run, \
+             or opt in with the CDK's autoDeleteObjects: true (the {AUTO_DELETE_TAG} tag) so \
+             cdkd empties it, or keep it with RemovalPolicy.RETAIN"
         ),
     )
 }
