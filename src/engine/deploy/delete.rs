@@ -71,6 +71,7 @@ async fn delete_one(run: &Run, id: &str, doomed: &Doomed) -> Result<Done, (Done,
             .map(|(r, _)| r)
             .unwrap_or(Route::CloudControl);
         run.book.put(id, None).await;
+        run.tokens.release(id).await;
         return Ok(Done::new(id, &rec.resource_type, route).with(Action::Retained, started));
     }
     let ctx = run.provider_context();

@@ -39,6 +39,10 @@ pub(super) struct Run {
     pub replaced: Mutex<Vec<(String, ResourceState)>>,
     /// What nested-stack rows need to deploy their children.
     pub nested: super::nested::Scope,
+    /// The create-token ledger: the token each create sends.
+    pub tokens: super::tokens::Tokens,
+    /// This run's completed and failed operations, for the rollback journal.
+    pub oplog: super::oplog::OpLog,
 }
 
 impl Run {
@@ -163,18 +167,52 @@ async fn create(
     desired: Map<String, Value>,
     old: Option<&ResourceState>,
 ) -> Result<(), String> {
+    create_replacing(run, id, res, planned, desired, old, old).await
+}
+
+/// [`create`], where `previous` is the record the new resource replaces (also when the old
+/// resource is retained rather than kept aside for deletion).
+async fn create_replacing(
+    run: &Run,
+    id: &str,
+    res: &crate::template::Resource,
+    planned: &Planned,
+    desired: Map<String, Value>,
+    old: Option<&ResourceState>,
+    previous: Option<&ResourceState>,
+) -> Result<(), String> {
     let provider = run.provider(&res.type_, planned.route)?;
     let ctx = run.provider_context();
+    if let Some(refusal) = run.tokens.refusal(id, &res.type_).await {
+        return Err(refusal);
+    }
+    let replacing = previous.and_then(|o| o.physical_id.as_deref());
+    let token = run.tokens.token_for(id, replacing).await;
     let req = ResourceRequest {
         logical_id: id,
         resource_type: &res.type_,
         properties: &desired,
-        client_token: None,
+        client_token: token.as_ref().map(|t| t.value.as_str()),
     };
-    let made = provider
-        .create(&ctx, &req)
-        .await
-        .map_err(|e| provider_message(&e, id, &res.type_))?;
+    let made = match super::adopt::create_or_adopt(
+        run,
+        &*provider,
+        &ctx,
+        &req,
+        token.as_ref(),
+        previous,
+    )
+    .await
+    {
+        Ok(made) => made,
+        Err(e) => {
+            // A refused create made nothing; a timed-out one may have: keep its token.
+            if !matches!(e, crate::provider::ProviderError::Timeout { .. }) {
+                run.tokens.spend(id).await;
+            }
+            return Err(provider_message(&e, id, &res.type_));
+        }
+    };
     let rec = new_record(
         res,
         planned.route,
@@ -189,6 +227,7 @@ async fn create(
             .unwrap_or_else(|p| p.into_inner())
             .push((id.to_owned(), old.clone()));
     }
+    run.oplog.completed(id, &res.type_, &rec, previous, true);
     run.book.put(id, Some(rec)).await;
     Ok(())
 }
@@ -228,6 +267,7 @@ async fn update(
             rec.properties = desired;
             rec.observed_properties = None;
             rec.provisioned_by = Some(provisioned_by(planned.route));
+            run.oplog.completed(id, &res.type_, &rec, Some(&old), true);
             run.book.put(id, Some(rec)).await;
             Ok(Action::Updated)
         }
@@ -252,7 +292,10 @@ async fn replace(
         return Err(stateful_refusal(id, &old.resource_type, why));
     }
     let keep_aside = (!retain).then_some(&old);
-    create(run, id, res, planned, desired, keep_aside).await?;
+    create_replacing(run, id, res, planned, desired, keep_aside, Some(&old)).await?;
+    if retain {
+        run.tokens.release(id).await;
+    }
     Ok(if retain {
         Action::ReplacedRetained
     } else {

@@ -49,6 +49,8 @@ pub(crate) use nested::is_nested;
 pub use dry_run::{dry_run, DryRun};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 
+pub use failure::FailureSummary;
+pub use replay::{replay_journal, ReplayEnv, ReplayError, ReplayOptions, ReplayReport};
 use crate::aws::Clients;
 use crate::engine::walk::{walk, WalkOptions};
 use crate::error::Error;
@@ -115,6 +117,8 @@ pub struct DeployOptions {
     pub progress: Option<Arc<crate::ui::progress::Progress>>,
     /// Asked after the plan, before any change (`--require-approval`).
     pub approval: Option<Arc<dyn Approve>>,
+    /// `--no-rollback`: a failed deploy keeps what it did (state and rollback journal).
+    pub no_rollback: bool,
     /// `--replace`: a replacement whose new resource cannot be created beside the old one
     /// deletes the old one first.
     pub replace: bool,
@@ -156,6 +160,8 @@ pub struct StackReport {
 
 impl StackReport {
     pub fn is_success(&self) -> bool {
+    /// How a failed deploy was closed (rolled back, or kept with a journal).
+    pub rollback: Option<FailureSummary>,
         self.failures.is_empty() && self.skipped.is_empty() && self.cancelled.is_empty()
     }
 }
@@ -197,7 +203,20 @@ async fn deploy_locked(
     parent: Option<&nested::ParentLink>,
 ) -> Result<StackReport, DeployError> {
     let (stack, region) = (target.stack_name, target.region);
-    let loaded = env.backend.load(stack, region).await.map_err(|e| match e {
+    let ledger_store = crate::state::ledger::LedgerStore::new(
+        env.backend.client().clone(),
+        env.backend.bucket(),
+        env.backend.keys().clone(),
+    );
+    let journal_store = failure::journal_store(env);
+    // The journal and the ledger are read beside the record, not after it.
+    let (loaded, ledger, prior_journal) = tokio::join!(
+        env.backend.load(stack, region),
+        ledger_store.load(stack, region),
+        journal_store.load(stack, region)
+    );
+    let prior_journal = prior_journal.map_err(|e| DeployError::Refused(e.to_string()))?;
+    let loaded = loaded.map_err(|e| match e {
         // A damaged record is refused with its code (STATE_RESOURCES_MALFORMED, ...).
         BackendError::State(e) => DeployError::Refused(format!("{}: {e}", e.code())),
         other => Error::from(other).into(),
@@ -297,7 +316,11 @@ async fn deploy_locked(
     let walk_options = || WalkOptions {
         concurrency: options.concurrency.max(1),
         cancel: options.cancel.clone(),
+        tokens,
+        oplog: oplog::OpLog::default(),
         events: None,
+    // One ledger write for every create this run will send, before any is sent.
+    run.tokens.prepare(&creates, record_exists).await;
     };
 
     let tracker = prepared.graph.ready_tracker(Direction::Deploy);
@@ -355,7 +378,9 @@ async fn deploy_locked(
         ));
     }
     let replaced = std::mem::take(&mut *run.replaced.lock().unwrap_or_else(|p| p.into_inner()));
-    for (id, record) in replaced {
+    // After a failure the old resources stay: a rollback swaps them back, and the journal
+    // names them (a later successful deploy deletes them).
+    for (id, record) in replaced.into_iter().filter(|_| deploy_ok) {
         let readers_failed = prepared
             .graph
             .transitive_dependents_of(&id)
@@ -393,7 +418,29 @@ async fn deploy_locked(
     Ok(report)
 }
 
+    if !deploy_ok {
+        let interrupted = !report.cancelled.is_empty()
+            || options.cancel.as_ref().is_some_and(|c| *c.borrow());
+        let mode = if interrupted {
+            failure::Mode::Interrupted
+        } else if options.no_rollback {
+            failure::Mode::Keep
+        } else {
+            failure::Mode::Rollback
+        };
+        let summary =
+            failure::after_failure(env, &run, prior_journal.clone(), mode, first_deploy).await;
+        let record_deleted = summary.record_deleted;
+        report.rollback = Some(summary);
+        if record_deleted {
+            return Ok(report);
+        }
+    }
 /// Adds a walk's outcome to the report.
+    if report.is_success() {
+        let final_state = run.book.state().await;
+        failure::after_success(env, &run, prior_journal, &final_state).await;
+    }
 fn absorb(
     report: &mut StackReport,
     outcome: crate::engine::walk::WalkOutcome<Done, (Done, String)>,
