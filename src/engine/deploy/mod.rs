@@ -45,12 +45,12 @@ use tokio::sync::watch;
 
 pub use changes::{diff_properties, is_stateful, values_equal};
 pub(crate) use delete::delete_recorded;
+pub use failure::FailureSummary;
+pub use replay::{replay_journal, ReplayEnv, ReplayError, ReplayOptions, ReplayReport};
 pub(crate) use nested::is_nested;
 pub use dry_run::{dry_run, DryRun};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 
-pub use failure::FailureSummary;
-pub use replay::{replay_journal, ReplayEnv, ReplayError, ReplayOptions, ReplayReport};
 use crate::aws::Clients;
 use crate::engine::walk::{walk, WalkOptions};
 use crate::error::Error;
@@ -113,12 +113,12 @@ pub struct DeployOptions {
     pub no_wait: bool,
     /// Flips to `true` on Ctrl-C: no new operation starts.
     pub cancel: Option<watch::Receiver<bool>>,
+    /// `--no-rollback`: a failed deploy keeps what it did (state and rollback journal).
+    pub no_rollback: bool,
     /// Where resource events go (lines and a progress bar); `None` prints plain lines.
     pub progress: Option<Arc<crate::ui::progress::Progress>>,
     /// Asked after the plan, before any change (`--require-approval`).
     pub approval: Option<Arc<dyn Approve>>,
-    /// `--no-rollback`: a failed deploy keeps what it did (state and rollback journal).
-    pub no_rollback: bool,
     /// `--replace`: a replacement whose new resource cannot be created beside the old one
     /// deletes the old one first.
     pub replace: bool,
@@ -156,12 +156,12 @@ pub struct StackReport {
     /// (logical id, why) of resources the deploy could not address and left as they are
     /// (kept in state or in AWS): exit 2 unless `--allow-unaddressed`.
     pub unaddressed: Vec<(String, String)>,
+    /// How a failed deploy was closed (rolled back, or kept with a journal).
+    pub rollback: Option<FailureSummary>,
 }
 
 impl StackReport {
     pub fn is_success(&self) -> bool {
-    /// How a failed deploy was closed (rolled back, or kept with a journal).
-    pub rollback: Option<FailureSummary>,
         self.failures.is_empty() && self.skipped.is_empty() && self.cancelled.is_empty()
     }
 }
@@ -312,15 +312,15 @@ async fn deploy_locked(
         force_stateful: options.force_stateful_recreation,
         replaced: Mutex::new(Vec::new()),
         nested: nested::Scope::new(env, options, target.template_file),
+        tokens,
+        oplog: oplog::OpLog::default(),
     });
+    // One ledger write for every create this run will send, before any is sent.
+    run.tokens.prepare(&creates, record_exists).await;
     let walk_options = || WalkOptions {
         concurrency: options.concurrency.max(1),
         cancel: options.cancel.clone(),
-        tokens,
-        oplog: oplog::OpLog::default(),
         events: None,
-    // One ledger write for every create this run will send, before any is sent.
-    run.tokens.prepare(&creates, record_exists).await;
     };
 
     let tracker = prepared.graph.ready_tracker(Direction::Deploy);
@@ -414,10 +414,6 @@ async fn deploy_locked(
         absorb(&mut report, outcome);
     }
 
-    finish(env, &run, &prepared, lock, &mut report, previous_outputs).await;
-    Ok(report)
-}
-
     if !deploy_ok {
         let interrupted = !report.cancelled.is_empty()
             || options.cancel.as_ref().is_some_and(|c| *c.borrow());
@@ -436,11 +432,15 @@ async fn deploy_locked(
             return Ok(report);
         }
     }
-/// Adds a walk's outcome to the report.
+    finish(env, &run, &prepared, lock, &mut report, previous_outputs).await;
     if report.is_success() {
         let final_state = run.book.state().await;
         failure::after_success(env, &run, prior_journal, &final_state).await;
     }
+    Ok(report)
+}
+
+/// Adds a walk's outcome to the report.
 fn absorb(
     report: &mut StackReport,
     outcome: crate::engine::walk::WalkOutcome<Done, (Done, String)>,
