@@ -1,0 +1,207 @@
+//! `cdkd import` end to end against the emulator: resources created directly with the SDK
+//! (not by cdkd) are adopted by mapping (`--resource` and `--resource-mapping-inline`), their
+//! records carry the template's resolved properties, the read-back attributes,
+//! `provisionedBy` and an observed baseline, and a following `cdkd deploy` has no changes. A
+//! physical id that does not exist is refused by name and nothing is written.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::{cdkd, sdk_config, unique_name};
+use tempfile::TempDir;
+
+const REGION: &str = "us-east-1";
+
+fn write_app(dir: &TempDir, stack: &str, template: &Value) {
+    let file = format!("{stack}.template.json");
+    std::fs::write(
+        dir.path().join(&file),
+        serde_json::to_string_pretty(template).unwrap(),
+    )
+    .expect("template");
+    let manifest = json!({"version": "36.0.0", "artifacts": {stack: {
+        "type": "aws:cloudformation:stack",
+        "environment": "aws://unknown-account/unknown-region",
+        "properties": {"templateFile": file}
+    }}});
+    std::fs::write(dir.path().join("manifest.json"), manifest.to_string()).expect("manifest");
+}
+
+fn run(dir: &TempDir, bucket: &str, args: &[&str]) -> (i32, String, String) {
+    let out = cdkd()
+        .current_dir(dir.path())
+        .args(args)
+        .args([
+            "--app",
+            dir.path().to_str().unwrap(),
+            "--state-bucket",
+            bucket,
+        ])
+        .output()
+        .expect("runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    eprintln!("--- cdkd {args:?}\n{stderr}");
+    (out.status.code().unwrap_or(-1), stdout, stderr)
+}
+
+fn state(bucket: &str, stack: &str) -> Option<Value> {
+    let out = cdkd()
+        .args(["state", "show", stack, "--json", "--state-bucket", bucket])
+        .output()
+        .expect("runs");
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).expect("state json"))
+}
+
+#[tokio::test]
+async fn resources_made_outside_cdkd_are_imported_and_a_deploy_then_changes_nothing() {
+    let config = sdk_config().await;
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    let bucket = unique_name("cdkd-import");
+    let out = cdkd()
+        .args(["bootstrap", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stack = format!("Import{}", unique_name("s").replace('-', "x"));
+    let queue_name = unique_name("imported-q");
+    let param_name = format!("/{}", unique_name("imported-p"));
+
+    // Made directly, as an operator (or CloudFormation) would have.
+    let url = sqs
+        .create_queue()
+        .queue_name(&queue_name)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+            "45",
+        )
+        .send()
+        .await
+        .expect("queue")
+        .queue_url
+        .expect("url");
+    let arn = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .expect("attributes")
+        .attributes
+        .and_then(|a| {
+            a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+                .cloned()
+        })
+        .expect("arn");
+    ssm.put_parameter()
+        .name(&param_name)
+        .value(&arn)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .expect("parameter");
+
+    let template = json!({"Resources": {
+        "Queue": {"Type": "AWS::SQS::Queue",
+            "Properties": {"QueueName": queue_name, "VisibilityTimeout": 45}},
+        "Param": {"Type": "AWS::SSM::Parameter",
+            "Properties": {"Name": param_name, "Type": "String",
+                "Value": {"Fn::GetAtt": ["Queue", "Arn"]}}}
+    }});
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_app(&dir, &stack, &template);
+
+    // A physical id that does not exist is refused by name; nothing is written.
+    let missing = format!("{}-missing", param_name);
+    let (code, _, stderr) = run(
+        &dir,
+        &bucket,
+        &[
+            "import",
+            &stack,
+            "--resource",
+            &format!("Queue={url}"),
+            "--resource",
+            &format!("Param={missing}"),
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("'Param'")
+            && stderr.contains(&missing)
+            && stderr.contains("does not exist"),
+        "{stderr}"
+    );
+    assert!(state(&bucket, &stack).is_none(), "nothing was written");
+
+    // An unknown logical id is refused too.
+    let (code, _, stderr) = run(&dir, &bucket, &["import", &stack, "--resource", "Nope=x"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("'Nope' is not a resource"), "{stderr}");
+
+    let inline = json!({"Param": param_name}).to_string();
+    let (code, _, stderr) = run(
+        &dir,
+        &bucket,
+        &[
+            "import",
+            &stack,
+            "--resource",
+            &format!("Queue={url}"),
+            "--resource-mapping-inline",
+            &inline,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("2 resources imported"), "{stderr}");
+
+    let s = state(&bucket, &stack).expect("state written");
+    let queue = &s["resources"]["Queue"];
+    assert_eq!(queue["physicalId"], url.as_str());
+    assert_eq!(queue["resourceType"], "AWS::SQS::Queue");
+    assert_eq!(queue["provisionedBy"], "sdk");
+    assert_eq!(queue["properties"]["QueueName"], queue_name.as_str());
+    assert_eq!(queue["attributes"]["Arn"], arn.as_str());
+    assert!(queue["observedProperties"].is_object(), "{queue}");
+    let param = &s["resources"]["Param"];
+    assert_eq!(param["physicalId"], param_name.as_str());
+    assert_eq!(param["properties"]["Value"], arn.as_str());
+    assert_eq!(param["dependencies"], json!(["Queue"]));
+
+    // Importing again without --force is refused.
+    let (code, _, stderr) = run(
+        &dir,
+        &bucket,
+        &["import", &stack, "--resource", &format!("Queue={url}")],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("already in state"), "{stderr}");
+
+    // A deploy then changes nothing.
+    let (code, _, stderr) = run(&dir, &bucket, &["deploy"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("no changes"), "{stderr}");
+    let visibility = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout)
+        .send()
+        .await
+        .expect("attributes")
+        .attributes
+        .and_then(|a| {
+            a.get(&aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout)
+                .cloned()
+        });
+    assert_eq!(visibility.as_deref(), Some("45"));
+    let _ = REGION;
+}
