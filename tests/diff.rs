@@ -286,3 +286,65 @@ async fn a_stack_reading_a_secret_and_a_no_echo_value_never_shows_them() {
         assert!(stdout.contains(&format!("x-{secret_ref}")), "{stdout}");
     }
 }
+
+/// The CDK bootstrap's asset bucket, which the nested and lambda fixtures publish to.
+async fn asset_bucket() {
+    let s3 = support::s3_client().await;
+    let _ = s3
+        .create_bucket()
+        .bucket("cdk-hnb659fds-assets-123456789012-us-east-1")
+        .send()
+        .await;
+}
+
+#[tokio::test]
+async fn nested_and_lambda_are_clean_after_deploy() {
+    delete_parameter("/cdkd/nested/child-queue-arn").await;
+    asset_bucket().await;
+    for app in ["nested", "lambda"] {
+        let bucket = bootstrap();
+        let dir = fixture(app);
+        deploy(&dir, &bucket, &["--all"]);
+        assert_clean(&dir, &bucket, &["--all"]);
+        if app == "nested" {
+            // The child is diffed too, against its own record.
+            let (_, stdout, _) = run("diff", &dir, &bucket, &["--all"]);
+            assert!(stdout.contains("Stack ParentStack~"), "{stdout}");
+        }
+    }
+    delete_parameter("/cdkd/nested/child-queue-arn").await;
+}
+
+#[tokio::test]
+async fn a_damaged_record_is_previewed_and_blocks_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let stack = format!("Diff{}", unique_name("dmg").replace('-', "x"));
+    let manifest = json!({"version": "36.0.0", "artifacts": {stack.clone(): {
+        "type": "aws:cloudformation:stack",
+        "environment": "aws://unknown-account/unknown-region",
+        "properties": {"templateFile": "t.json"}
+    }}});
+    std::fs::write(dir.path().join("manifest.json"), manifest.to_string()).unwrap();
+    let template = json!({"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}});
+    std::fs::write(dir.path().join("t.json"), template.to_string()).unwrap();
+    let bucket = bootstrap();
+    let body = json!({"version": 11, "stackName": stack, "region": "us-east-1",
+        "resources": {"Queue": "not a record"}});
+    support::s3_client()
+        .await
+        .put_object()
+        .bucket(&bucket)
+        .key(format!("cdkd/{stack}/us-east-1/state.json"))
+        .body(body.to_string().into_bytes().into())
+        .send()
+        .await
+        .expect("put state");
+    let (code, stdout, stderr) = run("diff", dir.path(), &bucket, &[]);
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    assert!(stdout.contains("Blocking"), "{stdout}");
+    assert!(stdout.contains("STATE_RESOURCES_MALFORMED"), "{stdout}");
+    let (code, stdout, _) = run("diff", dir.path(), &bucket, &["--json"]);
+    assert_eq!(code, 3);
+    let v: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(v["blocked"], json!(true));
+}
