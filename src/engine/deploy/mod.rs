@@ -7,10 +7,11 @@
 //! - [`delete`]: removed resources and replaced old ones, dependents first;
 //! - [`book`]: the state writes; [`outputs`]: outputs and export aliases;
 //! - [`report`]: the lines the user sees;
-//! - [`nested`]: `AWS::CloudFormation::Stack` rows deploy (and delete) their child stack.
-//!
-//! Not in this slice: automatic rollback and the rollback journal, assets,
-//! custom resources, live progress.
+//! - [`nested`]: `AWS::CloudFormation::Stack` rows deploy (and delete) their child stack;
+//! - [`tokens`] / [`adopt`]: the create-token ledger, and taking over an interrupted run's
+//!   creates;
+//! - [`oplog`], [`failure`], [`rollback`], [`replay`]: the rollback journal, the automatic
+//!   rollback, and `cdkd rollback`.
 //!
 //! Secrets: dynamic references are substituted for the AWS call (`lookup::Resolution::secure`)
 //! and every state write passes through the stack's `redact::RecordRedactor`.
@@ -35,10 +36,6 @@ mod replay;
 mod report;
 mod rollback;
 mod tokens;
-// `cdkd import` (src/engine/import/): a child of this module so it reuses the deploy's
-// preparation and record helpers.
-#[path = "../import/mod.rs"]
-pub mod import;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
