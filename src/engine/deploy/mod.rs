@@ -36,6 +36,10 @@ mod replay;
 mod report;
 mod rollback;
 mod tokens;
+// `cdkd import` (src/engine/import/): a child of this module so it reuses the deploy's
+// preparation and record helpers.
+#[path = "../import/mod.rs"]
+pub mod import;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
