@@ -209,6 +209,15 @@ async fn scrub_locked(
                 // The write may have landed: purge anyway.
                 outcome.fail(format!("saving the scrubbed record failed: {e}"));
                 purge_keys.push(env.backend.keys().state(stack, region));
+                if loaded.parsed.from_legacy_key {
+                    if let Ok(Some(_)) = env.backend.get_object(&loaded.key).await {
+                        outcome.fail(format!(
+                            "SCRUB_LEGACY_STATE_KEY_SURVIVES: the pre-region key {} still holds \
+                             the pre-scrub record; delete it by hand",
+                            loaded.key
+                        ));
+                    }
+                }
             }
         }
     } else {
