@@ -65,7 +65,12 @@ impl App {
         let out = cdkd()
             .current_dir(dir)
             .arg("deploy")
-            .args(["--app", dir.to_str().unwrap(), "--state-bucket", &self.bucket])
+            .args([
+                "--app",
+                dir.to_str().unwrap(),
+                "--state-bucket",
+                &self.bucket,
+            ])
             .args(extra)
             .output()
             .expect("runs");
@@ -79,7 +84,14 @@ impl App {
 
     fn state(&self, stack: &str) -> Value {
         let out = cdkd()
-            .args(["state", "show", stack, "--json", "--state-bucket", &self.bucket])
+            .args([
+                "state",
+                "show",
+                stack,
+                "--json",
+                "--state-bucket",
+                &self.bucket,
+            ])
             .output()
             .expect("runs");
         assert!(
@@ -259,12 +271,18 @@ async fn secrets_and_no_echo_values_never_reach_state_or_the_terminal() {
     );
     assert_eq!(res["FromNoEcho"]["properties"]["Value"], json!("***"));
     assert_eq!(res["FromNoEcho"]["noEchoLeaves"], json!([["Value"]]));
-    assert_eq!(res["FromPublic"]["properties"]["Value"], json!(public_value));
+    assert_eq!(
+        res["FromPublic"]["properties"]["Value"],
+        json!(public_value)
+    );
     let outputs = &record["outputs"];
     assert_eq!(outputs["NoEchoOut"], json!("***"));
     assert_eq!(outputs["SecretEcho"], json!(secret_ref));
     assert_eq!(outputs["PublicOut"], json!(public_value));
-    let exports = record["exportNames"].as_array().cloned().unwrap_or_default();
+    let exports = record["exportNames"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(exports, vec![json!(format!("{stack}-fine"))]);
     assert!(
         stderr.contains("Leaky") && stderr.contains("NoEcho parameter DbPass"),
@@ -275,7 +293,10 @@ async fn secrets_and_no_echo_values_never_reach_state_or_the_terminal() {
         .find(|l| l.contains("output Folded"))
         .unwrap_or_else(|| panic!("the folded export is warned about:\n{stderr}"));
     assert!(folded_line.contains("(withheld)"), "{folded_line}");
-    assert!(!stderr.contains('\u{FF2E}'), "the folded spelling is not shown");
+    assert!(
+        !stderr.contains('\u{FF2E}'),
+        "the folded spelling is not shown"
+    );
     assert!(
         stderr.contains("output SecretName") && stderr.contains("contains a resolved secret"),
         "the secret-bearing export is warned about:\n{stderr}"

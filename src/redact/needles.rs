@@ -68,7 +68,7 @@ impl Needles {
                 self.secrets
                     .push((plaintext.to_owned(), expression.map(str::to_owned)));
                 // Longest first, so a plaintext inside another is not replaced first.
-                self.secrets.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+                self.secrets.sort_by_key(|s| std::cmp::Reverse(s.0.len()));
             }
         }
     }

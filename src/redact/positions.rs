@@ -179,10 +179,8 @@ impl NoEchoScope<'_> {
             }
             // Elements were dropped (AWS::NoValue): positions cannot be paired, so every
             // leaf of the list is masked when any element reads a NoEcho parameter.
-            (Value::Array(_), Value::Array(_)) => {
-                if self.reads(template).is_some() {
-                    scalar_leaves(resolved, path, out);
-                }
+            (Value::Array(_), Value::Array(_)) if self.reads(template).is_some() => {
+                scalar_leaves(resolved, path, out);
             }
             _ => {}
         }
