@@ -44,9 +44,8 @@ impl Clients {
         if let Some(region) = &options.region {
             loader = loader.region(Region::new(region.clone()));
         }
-        if let Some(traced) = trace::http_client() {
-            loader = loader.http_client(traced);
-        }
+        // One HTTP client shared by every service client (and traced under CDKD_TRACE_FILE).
+        loader = loader.http_client(trace::http_client());
         let mut base = loader.load().await;
         if let Some(role_arn) = &options.role_arn {
             let mut assume = aws_config::sts::AssumeRoleProvider::builder(role_arn)
