@@ -58,6 +58,7 @@ pub(crate) struct NestedChild {
 }
 
 /// Computes `stack`'s plan and outputs against `state`.
+#[allow(clippy::too_many_arguments)] // the deploy's own inputs, passed through unchanged
 pub(crate) fn preview(
     stack: &str,
     region: &str,
