@@ -148,7 +148,7 @@ mod tests {
         };
         assert_eq!(exit_code(&[found.clone(), clean.clone()], true), 1);
         assert_eq!(exit_code(&[found.clone()], false), 0);
-        assert_eq!(exit_code(&[clean.clone()], true), 0);
+        assert_eq!(exit_code(std::slice::from_ref(&clean), true), 0);
         let mut refused = StackOutcome::new("C", "r");
         refused.refuse("damaged".into());
         assert_eq!(exit_code(&[found, refused.clone()], true), 2);
