@@ -116,8 +116,8 @@ fn help_for_cdkd_and_every_command() {
 
 #[test]
 fn a_command_without_an_engine_fails_loudly() {
-    let out = run_in(&fixture("basic"), &["destroy", "-a", "cdk.out"]);
-    assert_one_line_error(&out, "`cdkd destroy` is not available in this build yet");
+    let out = run_in(&fixture("basic"), &["drift", "-a", "cdk.out"]);
+    assert_one_line_error(&out, "`cdkd drift` is not available in this build yet");
 }
 
 #[test]
