@@ -461,3 +461,59 @@ async fn a_consumer_records_its_imports_and_output_reads() {
         json!([{"sourceStack": producer, "sourceRegion": REGION, "exportName": export}])
     );
 }
+
+#[tokio::test]
+async fn a_masked_output_reaches_a_consumer_deployed_in_the_same_run() {
+    let ssm = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let app = App::new();
+    let producer = stack_name("maskprod");
+    let consumer = stack_name("maskcons");
+    let secret = format!("tok-{}", unique_name("plain"));
+    let export = format!("{producer}-token");
+    let param_name = format!("/cdkd-test/{}/copy", unique_name("mask"));
+    let producer_template = json!({
+        "Parameters": {"Token": {"Type": "String", "NoEcho": true, "Default": secret}},
+        "Resources": {
+            "Marker": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {"Type": "String", "Value": "marker"}
+            }
+        },
+        "Outputs": {"TokenOut": {"Value": {"Ref": "Token"}, "Export": {"Name": export}}}
+    });
+    let consumer_template = json!({
+        "Resources": {
+            "Copy": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {
+                    "Name": param_name, "Type": "String",
+                    "Value": {"Fn::ImportValue": export}
+                }
+            }
+        }
+    });
+    app.write_stacks(&[
+        (&producer, &producer_template, &[]),
+        (&consumer, &consumer_template, &[producer.as_str()]),
+    ]);
+    let (code, stdout, stderr) = app.deploy(&["--all", "--no-cfn-fallback"]);
+    assert_eq!(code, 0, "deploy failed:\n{stderr}");
+    assert!(!stdout.contains(&secret) && !stderr.contains(&secret));
+
+    // The producer stores the output masked; the consumer got the plaintext in AWS...
+    assert_eq!(app.record(&producer)["outputs"]["TokenOut"], json!("***"));
+    let value = ssm
+        .get_parameter()
+        .name(&param_name)
+        .send()
+        .await
+        .expect("consumer parameter")
+        .parameter
+        .and_then(|p| p.value)
+        .unwrap_or_default();
+    assert_eq!(value, secret);
+    // ...and no version of any state object holds it.
+    for (key, body) in app.every_object_version().await {
+        assert!(!body.contains(&secret), "plaintext in {key}");
+    }
+}

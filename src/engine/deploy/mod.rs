@@ -24,14 +24,14 @@ mod dry_run;
 mod execute;
 mod failure;
 mod lookup;
-mod noecho;
 mod nested;
+mod noecho;
 mod oplog;
 mod outputs;
 mod plan;
 mod prepare;
-mod propagate;
 pub(crate) mod preview;
+mod propagate;
 mod replay;
 mod report;
 mod rollback;
@@ -50,10 +50,10 @@ use tokio::sync::watch;
 
 pub use changes::{diff_properties, is_stateful, values_equal};
 pub(crate) use delete::delete_recorded;
-pub use failure::FailureSummary;
-pub use replay::{replay_journal, ReplayEnv, ReplayError, ReplayOptions, ReplayReport};
-pub(crate) use nested::is_nested;
 pub use dry_run::{dry_run, DryRun};
+pub use failure::FailureSummary;
+pub(crate) use nested::is_nested;
+pub use replay::{replay_journal, ReplayEnv, ReplayError, ReplayOptions, ReplayReport};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 
 use crate::aws::Clients;
@@ -277,6 +277,7 @@ async fn deploy_locked(
         let outs =
             outputs::resolve_outputs(&prepared.resolution, &snapshot, &prepared.prune, stack);
         if outs.recorded_in(&state) && prepared.resolution.reads_recorded_in(&state) {
+            remember_plaintext(env, stack, region, &outs);
             report.tally.unchanged = plan.planned.len();
             report.outputs = outs.by_name;
             return Ok(report);
@@ -350,7 +351,11 @@ async fn deploy_locked(
     absorb(&mut report, outcome);
     report.critical_path = CriticalChain::of(&prepared.graph, &report.resources);
     match &options.progress {
-        Some(p) => p.not_run(stack, &report.skipped, "skipped: a resource it depends on failed"),
+        Some(p) => p.not_run(
+            stack,
+            &report.skipped,
+            "skipped: a resource it depends on failed",
+        ),
         None => {
             for id in &report.skipped {
                 ui::info(format!("  - {id} skipped: a resource it depends on failed"));
@@ -400,7 +405,10 @@ async fn deploy_locked(
             ));
             report.unaddressed.push((
                 id.clone(),
-                format!("the old {} was left in AWS, untracked", record.resource_type),
+                format!(
+                    "the old {} was left in AWS, untracked",
+                    record.resource_type
+                ),
             ));
         } else {
             doomed.insert(
@@ -420,8 +428,8 @@ async fn deploy_locked(
     }
 
     if !deploy_ok {
-        let interrupted = !report.cancelled.is_empty()
-            || options.cancel.as_ref().is_some_and(|c| *c.borrow());
+        let interrupted =
+            !report.cancelled.is_empty() || options.cancel.as_ref().is_some_and(|c| *c.borrow());
         let mode = if interrupted {
             failure::Mode::Interrupted
         } else if options.no_rollback {
@@ -520,6 +528,7 @@ async fn finish(
             Ok(state) => {
                 let stored = run.book.for_storage(&state);
                 env.exports.update_stack(region, stack, &stored).await;
+                remember_plaintext(env, stack, region, &outs);
                 report.outputs = outs.by_name;
             }
             Err(e) => report.failures.push((
@@ -541,5 +550,13 @@ async fn finish(
                 ));
             }
         }
+    }
+}
+
+/// Hands this run's plaintext outputs to the cross-stack reader, so a consumer deployed later
+/// in the same run can read an output the producer stores as `***` (cross-stack-references).
+fn remember_plaintext(env: &DeployEnv, stack: &str, region: &str, outs: &outputs::Outputs) {
+    if let Some(reader) = &env.reader {
+        reader.remember_run_outputs(stack, region, outs.plain.iter());
     }
 }

@@ -35,6 +35,9 @@ pub(super) struct Outputs {
     pub by_name: Map<String, Value>,
     /// `state.skippedOutputs`: outputs that did not resolve → digest of their inputs.
     pub skipped: IndexMap<String, String>,
+    /// This run's plaintext of each stored key (outputs and export aliases), kept in memory
+    /// only: a consumer deployed later in the same run reads a `***` output through it.
+    pub plain: Map<String, Value>,
 }
 
 impl Outputs {
@@ -97,6 +100,7 @@ pub(super) fn resolve_outputs(
                 if let Some(export) = r.export_name {
                     aliases.push((name.clone(), export));
                 }
+                out.plain.insert(name.clone(), sent);
                 out.by_name.insert(name.clone(), stored);
             }
             Err(e) => {
@@ -132,6 +136,9 @@ pub(super) fn resolve_outputs(
         } else {
             let value = out.by_name.get(&name).cloned().unwrap_or(Value::Null);
             out.stored.insert(export.clone(), value);
+            if let Some(plain) = out.plain.get(&name).cloned() {
+                out.plain.insert(export.clone(), plain);
+            }
             out.export_names.push(export);
         }
     }
