@@ -2,7 +2,7 @@
 //! built on [`walk`], so every command gets the same scheduling, failure and cancellation rules.
 
 pub mod deploy;
-pub mod diff;
 pub mod destroy;
+pub mod diff;
 pub mod scrub;
 pub mod walk;
