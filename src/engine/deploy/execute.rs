@@ -101,8 +101,8 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
 
     let record = run.book.record(&id).await;
     let before = record.clone();
-    let attempted = super::oplog::journal_safe(&Value::Object(res.properties.clone()))
-        .then(|| desired.clone());
+    let attempted =
+        super::oplog::journal_safe(&Value::Object(res.properties.clone())).then(|| desired.clone());
     let decision = match &record {
         None => Decision::Create,
         Some(r) if r.resource_type != resource_type => Decision::Replace("its Type changed".into()),
@@ -194,25 +194,19 @@ async fn create_replacing(
         properties: &desired,
         client_token: token.as_ref().map(|t| t.value.as_str()),
     };
-    let made = match super::adopt::create_or_adopt(
-        run,
-        &*provider,
-        &ctx,
-        &req,
-        token.as_ref(),
-        previous,
-    )
-    .await
-    {
-        Ok(made) => made,
-        Err(e) => {
-            // A refused create made nothing; a timed-out one may have: keep its token.
-            if !matches!(e, crate::provider::ProviderError::Timeout { .. }) {
-                run.tokens.spend(id).await;
+    let made =
+        match super::adopt::create_or_adopt(run, &*provider, &ctx, &req, token.as_ref(), previous)
+            .await
+        {
+            Ok(made) => made,
+            Err(e) => {
+                // A refused create made nothing; a timed-out one may have: keep its token.
+                if !matches!(e, crate::provider::ProviderError::Timeout { .. }) {
+                    run.tokens.spend(id).await;
+                }
+                return Err(provider_message(&e, id, &res.type_));
             }
-            return Err(provider_message(&e, id, &res.type_));
-        }
-    };
+        };
     let rec = new_record(
         res,
         planned.route,

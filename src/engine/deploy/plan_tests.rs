@@ -98,10 +98,7 @@ fn every_kind_of_change() {
     assert_eq!(plan.removed, vec!["Gone".to_string()]);
     assert_eq!(plan.planned["B"].dependencies, vec!["A".to_string()]);
     assert_eq!(plan.planned["A"].route, Route::CloudControl);
-    assert_eq!(
-        plan.describe(),
-        "1 to create, 1 to update, 1 to delete"
-    );
+    assert_eq!(plan.describe(), "1 to create, 1 to update, 1 to delete");
     // A replaced dependency moves everything read from it: decided again in the walk.
     let mut t = template();
     t["Resources"]["A"]["Properties"]["QueueName"] = json!("a2");
