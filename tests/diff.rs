@@ -102,6 +102,23 @@ fn assert_golden(name: &str, actual: &str) {
     assert_eq!(actual, expected, "golden {name} differs");
 }
 
+/// `cdkd diff --fail` on the app's second variant (against what the first variant
+/// deployed) exits 1; the human and JSON output match `fixtures/golden/diff/<variant>.{txt,json}`.
+fn assert_variant_golden(variant: &str, bucket: &str, extra: &[&str]) {
+    let dir = fixture(variant);
+    let mut args = vec!["--fail"];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = run("diff", &dir, bucket, &args);
+    assert_eq!(code, 1, "{variant}:\n{stdout}\n{stderr}");
+    assert_golden(&format!("{variant}.txt"), &normalize(&stdout));
+    args.push("--json");
+    let (code, stdout, stderr) = run("diff", &dir, bucket, &args);
+    assert_eq!(code, 1, "{variant} --json:\n{stdout}\n{stderr}");
+    let parsed: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(parsed["hasChanges"], json!(true), "{parsed}");
+    assert_golden(&format!("{variant}.json"), &normalize(&stdout));
+}
+
 async fn delete_parameter(name: &str) {
     let ssm = aws_sdk_ssm::Client::new(&sdk_config().await);
     let _ = ssm.delete_parameter().name(name).send().await;
@@ -175,6 +192,9 @@ async fn params_is_clean_after_deploy_and_a_parameter_flip_is_a_change() {
     );
     // The NoEcho default never shows.
     assert!(!stdout.contains("not-a-real-secret") && !stderr.contains("not-a-real-secret"));
+    // The second variant: the queue's DelaySeconds 5 -> 10 in place and its QueueName
+    // (create-only: a replacement).
+    assert_variant_golden("params-v2", &bucket, &[]);
     delete_parameter("/cdkd/params/settings").await;
 }
 
@@ -185,6 +205,9 @@ async fn stages_are_clean_after_deploy() {
     let dir = fixture("stages");
     deploy(&dir, &bucket, &["--all"]);
     assert_clean(&dir, &bucket, &["--all"]);
+    // The second variant: the stage's parameter gains a Description (in place), the root
+    // queue a QueueName (create-only).
+    assert_variant_golden("stages-v2", &bucket, &["--all"]);
     delete_parameter("/cdkd/stages/table-name").await;
 }
 
@@ -198,6 +221,9 @@ async fn cross_stack_is_clean_after_deploy() {
     let bucket = bootstrap();
     deploy(&dir, &bucket, &["--all"]);
     assert_clean(&dir, &bucket, &["--all"]);
+    // The second variant: the producer queue's VisibilityTimeout in place, the consumer
+    // role's RoleName (create-only; its policy's Roles follows the replacement).
+    assert_variant_golden("cross-stack-v2", &bucket, &["--all"]);
     for n in &names {
         delete_parameter(n).await;
     }
@@ -311,6 +337,10 @@ async fn nested_and_lambda_are_clean_after_deploy() {
             let (_, stdout, _) = run("diff", &dir, &bucket, &["--all"]);
             assert!(stdout.contains("Stack ParentStack~"), "{stdout}");
         }
+        // The second variant: nested, the child queue's VisibilityTimeout in place (its only
+        // non-stateful create-only candidate is the queue the parent reads); lambda, a
+        // function's Timeout in place and the other's FunctionName (create-only).
+        assert_variant_golden(&format!("{app}-v2"), &bucket, &["--all"]);
     }
     delete_parameter("/cdkd/nested/child-queue-arn").await;
 }
