@@ -360,3 +360,127 @@ async fn plain_rendering_golden() {
     assert_eq!(code, 0, "{stderr}");
     golden("dry-run-no-change.txt", &normalize(&stderr, &stack));
 }
+
+/// Whether a traced AWS operation changes something. The stack lock's own writes (its object
+/// and the purge of its history, a DeleteObjects on the state bucket) are the one kind of
+/// write a no-change deploy makes; the record, the exports index, the ledger and the journal
+/// must not be written.
+fn mutates(op: &str, state_bucket: &str) -> bool {
+    let records = [
+        "/state.json",
+        "/exports.json",
+        "/create-tokens.json",
+        "/rollback-journal.json",
+    ];
+    if op.contains(&format!(" /{state_bucket}/")) && !records.iter().any(|r| op.ends_with(r)) {
+        return false;
+    }
+    if let Some((method, _)) = op.split_once(' ') {
+        return !matches!(method, "GET" | "HEAD");
+    }
+    let action = op.rsplit('.').next().unwrap_or(op);
+    !["Get", "Describe", "List", "Head", "Lookup", "Query", "Scan"]
+        .iter()
+        .any(|p| action.starts_with(p))
+}
+
+/// Issue #6: every fixture app deploys, and deploying it again says "no changes" and sends no
+/// mutating AWS call (counted from the run's own trace).
+#[tokio::test]
+async fn every_fixture_app_redeploys_without_a_mutating_call() {
+    let s3 = s3_client().await;
+    let _ = s3
+        .create_bucket()
+        .bucket("cdk-hnb659fds-assets-123456789012-us-east-1")
+        .send()
+        .await;
+    let ssm = aws_sdk_ssm::Client::new(&support::sdk_config().await);
+    for name in [
+        "/cdkd/basic/bucket-name",
+        "/cdkd/params/settings",
+        "/cdkd/stages/table-name",
+        "/cdkd/cross-stack/queue-url",
+        "/cdkd/nested/child-queue-arn",
+    ] {
+        let _ = ssm.delete_parameter().name(name).send().await;
+    }
+    for app in [
+        "basic",
+        "params",
+        "stages",
+        "cross-stack",
+        "nested",
+        "lambda",
+    ] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/apps")
+            .join(app)
+            .join("cdk.out");
+        let bucket = unique_name("cdkd-redeploy");
+        let out = cdkd()
+            .args(["bootstrap", "--state-bucket", &bucket])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let trace = tempfile::NamedTempFile::new().expect("trace file");
+        let deploy = |traced: bool| {
+            let mut cmd = cdkd();
+            cmd.current_dir(&dir)
+                .args(["deploy", "--all", "--app", dir.to_str().unwrap()])
+                .args(["--state-bucket", &bucket]);
+            if traced {
+                cmd.env("CDKD_TRACE_FILE", trace.path());
+            }
+            let out = cmd.output().expect("runs");
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{app}: deploy failed:\n{stderr}"
+            );
+            stderr
+        };
+        deploy(false);
+        let stderr = deploy(true);
+        assert!(
+            stderr.to_lowercase().contains("no changes"),
+            "{app}: {stderr}"
+        );
+        let calls: Vec<Value> = std::fs::read_to_string(trace.path())
+            .expect("trace")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["event"] == "call")
+            .collect();
+        assert!(!calls.is_empty(), "{app}: the trace recorded no call");
+        let writes: Vec<&str> = calls
+            .iter()
+            .filter_map(|e| e["op"].as_str())
+            .filter(|op| mutates(op, &bucket))
+            .collect();
+        assert!(writes.is_empty(), "{app}: the redeploy sent {writes:?}");
+        // Leave nothing behind for the fixtures' fixed names.
+        let out = cdkd()
+            .current_dir(&dir)
+            .args([
+                "destroy",
+                "--all",
+                "--force",
+                "--app",
+                dir.to_str().unwrap(),
+            ])
+            .args(["--state-bucket", &bucket])
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{app}: destroy failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
