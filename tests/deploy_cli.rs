@@ -463,6 +463,9 @@ async fn every_fixture_app_redeploys_without_a_mutating_call() {
             .filter(|op| mutates(op, &bucket))
             .collect();
         assert!(writes.is_empty(), "{app}: the redeploy sent {writes:?}");
+        if app == "basic" {
+            basic_second_variant_updates_in_place_and_replaces(&bucket).await;
+        }
         // Leave nothing behind for the fixtures' fixed names.
         let out = cdkd()
             .current_dir(&dir)
@@ -483,4 +486,96 @@ async fn every_fixture_app_redeploys_without_a_mutating_call() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// The basic app's second variant (fixtures/apps/basic-v2) over a deployed basic app: the
+/// queue's VisibilityTimeout changes in place (same queue), the topic's TopicName is
+/// create-only (a new topic, created before the old one is deleted), the subscription that
+/// reads the topic is replaced with it, the removed parameter goes, the new queue comes.
+async fn basic_second_variant_updates_in_place_and_replaces(bucket: &str) {
+    let state = |bucket: &str| {
+        let out = cdkd()
+            .args([
+                "state",
+                "show",
+                "BasicStack",
+                "--json",
+                "--state-bucket",
+                bucket,
+            ])
+            .output()
+            .expect("runs");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("state json");
+        match v.get("state") {
+            Some(s) if s.is_object() => s.clone(),
+            _ => v,
+        }
+    };
+    let before = state(bucket);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/apps/basic-v2/cdk.out");
+    let trace = tempfile::NamedTempFile::new().expect("trace file");
+    let out = cdkd()
+        .current_dir(&dir)
+        .args(["deploy", "--all", "--app", dir.to_str().unwrap()])
+        .args(["--state-bucket", bucket])
+        .env("CDKD_TRACE_FILE", trace.path())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "basic-v2 deploy failed:\n{stderr}"
+    );
+    let after = state(bucket);
+    let id = |s: &Value, r: &str| s["resources"][r]["physicalId"].as_str().map(str::to_owned);
+    assert_eq!(
+        id(&before, "Queue4A7E3555"),
+        id(&after, "Queue4A7E3555"),
+        "updated in place"
+    );
+    let (old_topic, new_topic) = (
+        id(&before, "TopicBFC7AF6E").expect("old topic"),
+        id(&after, "TopicBFC7AF6E").expect("new topic"),
+    );
+    assert!(new_topic.ends_with(":cdkd-basic-v2-topic"), "{new_topic}");
+    assert_ne!(
+        id(&before, "QueueBasicStackTopic5FC7D1C8C1B7767B"),
+        id(&after, "QueueBasicStackTopic5FC7D1C8C1B7767B"),
+        "the subscription follows its topic"
+    );
+    assert!(after["resources"].get("Param165332EC").is_none(), "{after}");
+    assert!(
+        after["resources"].get("ExtraQueue0D4B1F2A").is_some(),
+        "{after}"
+    );
+    let sns = aws_sdk_sns::Client::new(&support::sdk_config().await);
+    assert!(
+        sns.get_topic_attributes()
+            .topic_arn(&old_topic)
+            .send()
+            .await
+            .is_err(),
+        "the old topic {old_topic} is deleted"
+    );
+    // Create before delete: the old topic's DeleteTopic (the run's only one) starts after the
+    // new topic's CreateTopic ended.
+    let calls: Vec<Value> = std::fs::read_to_string(trace.path())
+        .expect("trace")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "call")
+        .filter(|e| e["op"].as_str().is_some_and(|o| o.ends_with("Topic")))
+        .collect();
+    let at = |op: &str, field: &str| {
+        calls
+            .iter()
+            .find(|e| e["op"].as_str().is_some_and(|o| o.ends_with(op)))
+            .and_then(|e| e[field].as_f64())
+            .unwrap_or_else(|| panic!("no {op} call for the topic: {calls:?}"))
+    };
+    assert!(
+        at("DeleteTopic", "startMs") >= at("CreateTopic", "endMs"),
+        "{calls:?}"
+    );
 }
