@@ -9,90 +9,13 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
+use support::app::App;
 use support::{cdkd, s3_client, unique_name};
-use tempfile::TempDir;
 
 const REGION: &str = "us-east-1";
 
-/// A cloud assembly of hand-written stacks and a bootstrapped state bucket.
-struct App {
-    dir: TempDir,
-    bucket: String,
-}
-
+/// What these tests ask of the shared harness beyond deploying.
 impl App {
-    fn new() -> App {
-        let app = App {
-            dir: tempfile::tempdir().expect("temp dir"),
-            bucket: unique_name("cdkd-ux"),
-        };
-        let out = cdkd()
-            .args(["bootstrap", "--state-bucket", &app.bucket])
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        app
-    }
-
-    /// (stack name, template, artifact ids it depends on).
-    fn write(&self, stacks: &[(&str, &Value, &[&str])]) {
-        let mut artifacts = serde_json::Map::new();
-        for (name, template, deps) in stacks {
-            let file = format!("{name}.template.json");
-            artifacts.insert(
-                name.to_string(),
-                json!({
-                    "type": "aws:cloudformation:stack",
-                    "environment": "aws://unknown-account/unknown-region",
-                    "properties": {"templateFile": file},
-                    "dependencies": deps
-                }),
-            );
-            std::fs::write(
-                self.dir.path().join(&file),
-                serde_json::to_string_pretty(template).unwrap(),
-            )
-            .expect("template");
-        }
-        let manifest = json!({"version": "36.0.0", "artifacts": artifacts});
-        std::fs::write(self.dir.path().join("manifest.json"), manifest.to_string())
-            .expect("manifest");
-    }
-
-    /// `cdkd deploy --app DIR --state-bucket B ...`: (exit code, stdout, stderr).
-    fn deploy(&self, extra: &[&str]) -> (i32, String, String) {
-        self.deploy_env(extra, &[])
-    }
-
-    fn deploy_env(&self, extra: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
-        let dir = self.dir.path();
-        let out = cdkd()
-            .current_dir(dir)
-            .env("CDKD_PROGRESS", "plain")
-            .envs(envs.iter().copied())
-            .arg("deploy")
-            .args([
-                "--app",
-                dir.to_str().unwrap(),
-                "--state-bucket",
-                &self.bucket,
-            ])
-            .args(extra)
-            .output()
-            .expect("runs");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        eprintln!("--- cdkd deploy {extra:?}\n{stderr}");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr,
-        )
-    }
-
     /// The keys under the stack's state prefix (state.json, lock.json, ...).
     async fn keys(&self, stack: &str) -> Vec<String> {
         let listed = s3_client()
@@ -135,11 +58,11 @@ async fn parameter_exists(name: &str) -> bool {
 
 #[tokio::test]
 async fn independent_stacks_run_in_parallel_and_a_failed_dependency_skips_its_dependents() {
-    let app = App::new();
+    let app = App::new("cdkd-ux");
     let (a, b, c) = (stack_name("a"), stack_name("b"), stack_name("c"));
     let broken = json!({"Resources": {"Nope": {"Type": "AWS::Nope::Nothing", "Properties": {}}}});
     // A fails before provisioning; B is independent; C depends on A.
-    app.write(&[
+    app.write_stacks(&[
         (&a, &broken, &[]),
         (&b, &param_template(&b, "b"), &[]),
         (&c, &param_template(&c, "c"), &[a.as_str()]),
@@ -164,9 +87,9 @@ async fn independent_stacks_run_in_parallel_and_a_failed_dependency_skips_its_de
     );
 
     // Two independent stacks with --stack-concurrency 2: both start before either ends.
-    let app = App::new();
+    let app = App::new("cdkd-ux");
     let (d, e) = (stack_name("d"), stack_name("e"));
-    app.write(&[
+    app.write_stacks(&[
         (&d, &param_template(&d, "d"), &[]),
         (&e, &param_template(&e, "e"), &[]),
     ]);
@@ -180,9 +103,9 @@ async fn independent_stacks_run_in_parallel_and_a_failed_dependency_skips_its_de
     );
 
     // With --stack-concurrency 1 the second starts only after the first ended.
-    let app = App::new();
+    let app = App::new("cdkd-ux");
     let (f, g) = (stack_name("f"), stack_name("g"));
-    app.write(&[
+    app.write_stacks(&[
         (&f, &param_template(&f, "f"), &[]),
         (&g, &param_template(&g, "g"), &[]),
     ]);
@@ -197,9 +120,9 @@ async fn independent_stacks_run_in_parallel_and_a_failed_dependency_skips_its_de
 
 #[tokio::test]
 async fn dry_run_prints_the_plan_and_takes_no_lock_and_writes_nothing() {
-    let app = App::new();
+    let app = App::new("cdkd-ux");
     let stack = stack_name("dry");
-    app.write(&[(&stack, &param_template(&stack, "v1"), &[])]);
+    app.write_stacks(&[(&stack, &param_template(&stack, "v1"), &[])]);
     // A lock held by someone else does not stop a dry run: it never takes one.
     s3_client()
         .await
@@ -236,9 +159,9 @@ async fn dry_run_prints_the_plan_and_takes_no_lock_and_writes_nothing() {
 
 #[tokio::test]
 async fn require_approval_refuses_without_a_terminal_unless_yes() {
-    let app = App::new();
+    let app = App::new("cdkd-ux");
     let stack = stack_name("appr");
-    app.write(&[(&stack, &param_template(&stack, "v1"), &[])]);
+    app.write_stacks(&[(&stack, &param_template(&stack, "v1"), &[])]);
 
     let (code, _, stderr) = app.deploy(&["--require-approval", "any-change"]);
     assert_eq!(code, 1, "{stderr}");
@@ -256,7 +179,7 @@ async fn require_approval_refuses_without_a_terminal_unless_yes() {
     // A removal is destructive: refused, then approved with --yes.
     let empty = json!({"Resources": {"Other": {"Type": "AWS::SSM::Parameter",
         "Properties": {"Type": "String", "Value": "x"}}}});
-    app.write(&[(&stack, &empty, &[])]);
+    app.write_stacks(&[(&stack, &empty, &[])]);
     let (code, _, stderr) = app.deploy(&["--require-approval", "destructive"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(parameter_exists(&format!("/{stack}/param")).await);
@@ -267,9 +190,9 @@ async fn require_approval_refuses_without_a_terminal_unless_yes() {
 
 #[tokio::test]
 async fn outputs_file_and_trace() {
-    let app = App::new();
+    let app = App::new("cdkd-ux");
     let stack = stack_name("outs");
-    app.write(&[(&stack, &param_template(&stack, "v1"), &[])]);
+    app.write_stacks(&[(&stack, &param_template(&stack, "v1"), &[])]);
     let outputs = app.dir.path().join("out/outputs.json");
     let trace = app.dir.path().join("trace.jsonl");
     let (code, _, stderr) = app.deploy_env(
@@ -331,7 +254,7 @@ fn golden(name: &str, actual: &str) {
 
 #[tokio::test]
 async fn plain_rendering_golden() {
-    let app = App::new();
+    let app = App::new("cdkd-ux");
     let stack = stack_name("gold");
     // A two-link chain (deterministic order at --concurrency 1) and a literal output.
     let template = json!({
@@ -347,7 +270,7 @@ async fn plain_rendering_golden() {
             "SecondName": {"Value": {"Ref": "Second"}}
         }
     });
-    app.write(&[(&stack, &template, &[])]);
+    app.write_stacks(&[(&stack, &template, &[])]);
     let (code, _, stderr) = app.deploy(&["--concurrency", "1"]);
     assert_eq!(code, 0, "{stderr}");
     golden("create.txt", &normalize(&stderr, &stack));

@@ -5,166 +5,20 @@
 
 mod support;
 
-use std::path::Path;
-
 use serde_json::{json, Value};
-use support::{cdkd, s3_client, sdk_config, unique_name};
-use tempfile::TempDir;
+use support::app::App;
+use support::{sdk_config, unique_name};
 
 const REGION: &str = "us-east-1";
 
 /// A cloud assembly in a temp dir, with its own bootstrapped state bucket.
-struct App {
-    dir: TempDir,
-    bucket: String,
-}
-
-impl App {
-    fn new() -> App {
-        let app = App {
-            dir: tempfile::tempdir().expect("temp dir"),
-            bucket: unique_name("cdkd-secrets"),
-        };
-        let out = cdkd()
-            .args(["bootstrap", "--state-bucket", &app.bucket])
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        app
-    }
-
-    /// Writes an assembly: (stack name, template, the stacks it depends on).
-    fn write_stacks(&self, stacks: &[(&str, &Value, &[&str])]) {
-        let mut artifacts = serde_json::Map::new();
-        for (name, template, deps) in stacks {
-            let file = format!("{name}.template.json");
-            artifacts.insert(
-                name.to_string(),
-                json!({
-                    "type": "aws:cloudformation:stack",
-                    "environment": "aws://unknown-account/unknown-region",
-                    "properties": {"templateFile": file},
-                    "dependencies": deps
-                }),
-            );
-            let text = serde_json::to_string_pretty(template).unwrap();
-            std::fs::write(self.dir.path().join(&file), text).expect("template");
-        }
-        let manifest = json!({"version": "36.0.0", "artifacts": artifacts});
-        std::fs::write(self.dir.path().join("manifest.json"), manifest.to_string())
-            .expect("manifest");
-    }
-
-    /// `cdkd deploy --app DIR --state-bucket B ...`: (exit code, stdout, stderr).
-    fn deploy(&self, extra: &[&str]) -> (i32, String, String) {
-        let dir: &Path = self.dir.path();
-        let out = cdkd()
-            .current_dir(dir)
-            .arg("deploy")
-            .args([
-                "--app",
-                dir.to_str().unwrap(),
-                "--state-bucket",
-                &self.bucket,
-            ])
-            .args(extra)
-            .output()
-            .expect("runs");
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-        eprintln!("--- cdkd deploy {extra:?}\n{stderr}");
-        (out.status.code().unwrap_or(-1), stdout, stderr)
-    }
-
-    fn state(&self, stack: &str) -> Value {
-        let out = cdkd()
-            .args([
-                "state",
-                "show",
-                stack,
-                "--json",
-                "--state-bucket",
-                &self.bucket,
-            ])
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("state json")
-    }
-
-    /// The record of `stack` (`state show --json` may wrap it).
-    fn record(&self, stack: &str) -> Value {
-        let v = self.state(stack);
-        match v.get("state") {
-            Some(s) if s.is_object() => s.clone(),
-            _ => v,
-        }
-    }
-
-    /// Every version of every object in the state bucket: (key, body).
-    async fn every_object_version(&self) -> Vec<(String, String)> {
-        let s3 = s3_client().await;
-        let mut out = Vec::new();
-        let mut key_marker: Option<String> = None;
-        let mut version_marker: Option<String> = None;
-        loop {
-            let page = s3
-                .list_object_versions()
-                .bucket(&self.bucket)
-                .set_key_marker(key_marker.clone())
-                .set_version_id_marker(version_marker.clone())
-                .send()
-                .await
-                .expect("list versions");
-            for v in page.versions() {
-                let (Some(key), Some(id)) = (v.key(), v.version_id()) else {
-                    continue;
-                };
-                let body = s3
-                    .get_object()
-                    .bucket(&self.bucket)
-                    .key(key)
-                    .version_id(id)
-                    .send()
-                    .await
-                    .expect("get version")
-                    .body
-                    .collect()
-                    .await
-                    .expect("body")
-                    .into_bytes();
-                out.push((
-                    format!("{key}@{id}"),
-                    String::from_utf8_lossy(&body).into_owned(),
-                ));
-            }
-            if page.is_truncated() != Some(true) {
-                break;
-            }
-            key_marker = page.next_key_marker().map(str::to_owned);
-            version_marker = page.next_version_id_marker().map(str::to_owned);
-        }
-        out
-    }
-}
-
 fn stack_name(prefix: &str) -> String {
     format!("Sec{}", unique_name(prefix).replace('-', "x"))
 }
 
 #[tokio::test]
 async fn secrets_and_no_echo_values_never_reach_state_or_the_terminal() {
-    let app = App::new();
+    let app = App::new("cdkd-secrets");
     let stack = stack_name("secrets");
     let base = format!("/cdkd-test/{}", unique_name("sec"));
     let secret_name = unique_name("db-secret");
@@ -358,7 +212,7 @@ async fn secrets_and_no_echo_values_never_reach_state_or_the_terminal() {
 
 #[tokio::test]
 async fn a_consumer_records_its_imports_and_output_reads() {
-    let app = App::new();
+    let app = App::new("cdkd-secrets");
     let producer = stack_name("producer");
     let consumer = stack_name("consumer");
     let base = format!("/cdkd-test/{}", unique_name("xs"));
@@ -465,7 +319,7 @@ async fn a_consumer_records_its_imports_and_output_reads() {
 #[tokio::test]
 async fn a_masked_output_reaches_a_consumer_deployed_in_the_same_run() {
     let ssm = aws_sdk_ssm::Client::new(&sdk_config().await);
-    let app = App::new();
+    let app = App::new("cdkd-secrets");
     let producer = stack_name("maskprod");
     let consumer = stack_name("maskcons");
     let secret = format!("tok-{}", unique_name("plain"));

@@ -6,6 +6,7 @@
 //! the clients go through the SDK's ordinary configuration chain, like cdkd itself.
 #![allow(dead_code)] // each test file uses a different subset
 
+pub mod app;
 pub mod http;
 
 use std::sync::atomic::{AtomicU64, Ordering};
