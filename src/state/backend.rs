@@ -12,6 +12,7 @@ use aws_sdk_s3::primitives::ByteStream;
 
 use super::bucket::StateBucket;
 use super::keys::{StackRef, StateKeys};
+use super::lock::{default_owner, HeldLock, LockError, LockManager, DEFAULT_LOCK_TTL};
 use super::parse::{parse_legacy_state, parse_state, parse_state_lossy, ParsedState};
 use super::record::{serialize_state_for, StackState};
 use super::StateError;
@@ -68,6 +69,25 @@ impl S3Backend {
 
     pub fn bucket(&self) -> &str {
         &self.bucket
+    }
+
+    /// Takes `stack`'s lock in this bucket for `operation` (cdkd's owner id, the default
+    /// TTL), waiting out a live holder as the lock's retry policy says.
+    pub async fn lock(
+        &self,
+        stack: &str,
+        region: &str,
+        operation: &str,
+    ) -> Result<HeldLock, LockError> {
+        LockManager::new(self.client().clone(), self.bucket(), self.keys().clone())
+            .acquire_with_retry(
+                stack,
+                region,
+                &default_owner(),
+                Some(operation),
+                DEFAULT_LOCK_TTL,
+            )
+            .await
     }
 
     pub fn keys(&self) -> &StateKeys {

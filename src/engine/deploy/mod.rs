@@ -66,7 +66,7 @@ use crate::resolve::{
 };
 use crate::state::backend::{BackendError, S3Backend};
 use crate::state::exports::ExportIndexStore;
-use crate::state::lock::{default_owner, HeldLock, LockManager, DEFAULT_LOCK_TTL};
+use crate::state::lock::HeldLock;
 use crate::state::StackState;
 use crate::ui;
 use book::StateBook;
@@ -180,19 +180,9 @@ pub async fn deploy_stack(
     target: &StackTarget<'_>,
     options: &DeployOptions,
 ) -> Result<StackReport, DeployError> {
-    let locks = LockManager::new(
-        env.backend.client().clone(),
-        env.backend.bucket(),
-        env.backend.keys().clone(),
-    );
-    let lock = locks
-        .acquire_with_retry(
-            target.stack_name,
-            target.region,
-            &default_owner(),
-            Some("deploy"),
-            DEFAULT_LOCK_TTL,
-        )
+    let lock = env
+        .backend
+        .lock(target.stack_name, target.region, "deploy")
         .await
         .map_err(Error::from)?;
     let result = deploy_locked(env, target, options, &lock, None).await;

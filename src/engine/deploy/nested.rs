@@ -30,7 +30,6 @@ use crate::plan::{DependencyGraph, RecordNode};
 use crate::provider::{ProviderContext, Registry, Route};
 use crate::resolve::ParameterOverride;
 use crate::state::backend::S3Backend;
-use crate::state::lock::{default_owner, LockManager, DEFAULT_LOCK_TTL};
 use crate::state::{ProvisionedBy, ResourceState, StackState};
 use crate::template::Resource;
 
@@ -206,19 +205,9 @@ fn deploy_child<'a>(
     parent: ParentLink,
 ) -> Pin<Box<dyn Future<Output = Result<StackReport, DeployError>> + Send + 'a>> {
     Box::pin(async move {
-        let locks = LockManager::new(
-            env.backend.client().clone(),
-            env.backend.bucket(),
-            env.backend.keys().clone(),
-        );
-        let lock = locks
-            .acquire_with_retry(
-                child,
-                region,
-                &default_owner(),
-                Some("deploy"),
-                DEFAULT_LOCK_TTL,
-            )
+        let lock = env
+            .backend
+            .lock(child, region, "deploy")
             .await
             .map_err(crate::Error::from)?;
         let target = StackTarget {
@@ -246,19 +235,8 @@ pub(crate) fn destroy_child<'a>(
 ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
     Box::pin(async move {
         let child = child_stack_name(parent, logical_id);
-        let locks = LockManager::new(
-            backend.client().clone(),
-            backend.bucket(),
-            backend.keys().clone(),
-        );
-        let lock = locks
-            .acquire_with_retry(
-                &child,
-                region,
-                &default_owner(),
-                Some("destroy"),
-                DEFAULT_LOCK_TTL,
-            )
+        let lock = backend
+            .lock(&child, region, "destroy")
             .await
             .map_err(|e| format!("nested stack {child}: {e}"))?;
         let result = destroy_locked(backend, registry, ctx, &child, region).await;

@@ -18,7 +18,6 @@ use crate::resolve::partition_for_region;
 use crate::state::backend::{BackendError, S3Backend};
 use crate::state::journal::JournalStore;
 use crate::state::ledger::LedgerStore;
-use crate::state::lock::{default_owner, LockManager, DEFAULT_LOCK_TTL};
 use crate::state::StackState;
 use crate::ui;
 
@@ -73,20 +72,7 @@ pub async fn replay_journal(
     region: &str,
     options: ReplayOptions,
 ) -> Result<ReplayReport, ReplayError> {
-    let locks = LockManager::new(
-        env.backend.client().clone(),
-        env.backend.bucket(),
-        env.backend.keys().clone(),
-    );
-    let lock = locks
-        .acquire_with_retry(
-            stack,
-            region,
-            &default_owner(),
-            Some("rollback"),
-            DEFAULT_LOCK_TTL,
-        )
-        .await?;
+    let lock = env.backend.lock(stack, region, "rollback").await?;
     let result = replay_locked(env, stack, region, options).await;
     lock.release_and_warn().await;
     result

@@ -42,7 +42,7 @@ use crate::state::backend::{BackendError, S3Backend};
 use crate::state::exports::ExportIndexStore;
 use crate::state::journal::JournalStore;
 use crate::state::keys::nested_stack_name;
-use crate::state::lock::{default_owner, HeldLock, LockManager, DEFAULT_LOCK_TTL};
+use crate::state::lock::HeldLock;
 use crate::state::{ResourceState, StateError};
 use crate::ui;
 use book::DestroyBook;
@@ -133,19 +133,9 @@ pub async fn destroy_stack(
     target: &DestroyTarget<'_>,
     options: &DestroyOptions,
 ) -> Result<DestroyReport, DestroyError> {
-    let locks = LockManager::new(
-        env.backend.client().clone(),
-        env.backend.bucket(),
-        env.backend.keys().clone(),
-    );
-    let lock = locks
-        .acquire_with_retry(
-            target.stack_name,
-            target.region,
-            &default_owner(),
-            Some("destroy"),
-            DEFAULT_LOCK_TTL,
-        )
+    let lock = env
+        .backend
+        .lock(target.stack_name, target.region, "destroy")
         .await
         .map_err(Error::from)?;
     let result = destroy_locked(env, target, options, &lock).await;

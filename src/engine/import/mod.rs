@@ -36,7 +36,6 @@ use crate::error::Error;
 use crate::provider::{ProviderContext, ResourceRequest};
 use crate::resolve::{intrinsic, partition_for_region, ParameterOverride, ResolveContext};
 use crate::state::backend::{BackendError, SaveCondition};
-use crate::state::lock::{default_owner, LockManager, DEFAULT_LOCK_TTL};
 use crate::state::{BaselineRefusalReason, StackState};
 use crate::template::Template;
 use crate::ui;
@@ -74,19 +73,9 @@ pub async fn import_stack(
     target: &ImportTarget<'_>,
     options: &ImportOptions,
 ) -> Result<Vec<Imported>, DeployError> {
-    let locks = LockManager::new(
-        env.backend.client().clone(),
-        env.backend.bucket(),
-        env.backend.keys().clone(),
-    );
-    let lock = locks
-        .acquire_with_retry(
-            target.stack_name,
-            target.region,
-            &default_owner(),
-            Some("import"),
-            DEFAULT_LOCK_TTL,
-        )
+    let lock = env
+        .backend
+        .lock(target.stack_name, target.region, "import")
         .await
         .map_err(Error::from)?;
     let result = import_locked(env, target, options).await;

@@ -19,8 +19,7 @@ use serde_json::Value;
 
 use crate::resolve::ExternalReader;
 use crate::state::backend::{BackendError, S3Backend, SaveCondition};
-use crate::state::lock::{default_owner, LockManager};
-use crate::state::{purge_noncurrent_versions, DEFAULT_LOCK_TTL};
+use crate::state::purge_noncurrent_versions;
 
 pub use report::{StackOutcome, Verdict};
 pub use rewrite::Rewrite;
@@ -56,19 +55,9 @@ pub async fn scrub_stack(
         scrub_locked(env, target, options, &mut outcome).await;
         return outcome;
     }
-    let locks = LockManager::new(
-        env.backend.client().clone(),
-        env.backend.bucket(),
-        env.backend.keys().clone(),
-    );
-    let lock = match locks
-        .acquire_with_retry(
-            target.stack_name,
-            target.region,
-            &default_owner(),
-            Some("scrub"),
-            DEFAULT_LOCK_TTL,
-        )
+    let lock = match env
+        .backend
+        .lock(target.stack_name, target.region, "scrub")
         .await
     {
         Ok(lock) => lock,
