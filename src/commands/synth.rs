@@ -59,10 +59,7 @@ pub async fn run(session: &Session, args: &SynthArgs) -> Result<ExitStatus> {
             .collect::<Vec<_>>()
             .join("---\n")
     };
-    print!("{rendered}");
-    if !rendered.ends_with('\n') {
-        println!();
-    }
+    ui::output(rendered.strip_suffix('\n').unwrap_or(&rendered));
     Ok(ExitStatus::Success)
 }
 

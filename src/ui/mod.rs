@@ -48,7 +48,9 @@ pub fn info(message: impl AsRef<str>) {
     progress::print_line(message.as_ref());
 }
 
-/// Prints data to stdout.
+/// Prints data to stdout. A reader that went away (`cdkd state show ... | head`) is not an
+/// error worth a panic, and must not stop a command that holds a lock: the rest is dropped.
 pub fn output(text: impl AsRef<str>) {
-    println!("{}", text.as_ref());
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{}", text.as_ref());
 }
