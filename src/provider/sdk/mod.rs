@@ -19,7 +19,31 @@ mod ssm;
 
 use std::sync::Arc;
 
-use super::Provider;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_runtime_api::http::Response as HttpResponse;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use serde_json::{Map, Value};
+
+use super::{Provider, ResourceRequest};
+use crate::aws::{classify, ErrorKind};
+
+/// Whether a failed call says the resource (or the entity it names) does not exist.
+fn is_not_found<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
+    classify(err) == ErrorKind::NotFound
+}
+
+/// The same request over another set of properties (the previous ones, on update), without
+/// a create token.
+fn with_properties<'a>(
+    req: &ResourceRequest<'a>,
+    properties: &'a Map<String, Value>,
+) -> ResourceRequest<'a> {
+    ResourceRequest {
+        properties,
+        client_token: None,
+        ..req.clone()
+    }
+}
 
 /// Every SDK provider, for [`super::Registry::with_sdk`].
 pub fn all() -> Vec<Arc<dyn Provider>> {

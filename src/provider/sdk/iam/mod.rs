@@ -33,9 +33,7 @@ pub(super) fn client(ctx: &ProviderContext<'_>) -> aws_sdk_iam::Client {
     aws_sdk_iam::Client::new(&ctx.clients.config(Some(ctx.region)))
 }
 
-pub(super) fn is_not_found<E: ProvideErrorMetadata>(err: &Sdk<E>) -> bool {
-    classify(err) == ErrorKind::NotFound
-}
+pub(super) use super::is_not_found;
 
 /// One-line provider error naming the resource, the call, its target and AWS's message.
 pub(super) fn aws_error<E>(

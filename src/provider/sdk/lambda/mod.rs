@@ -38,7 +38,8 @@ use aws_sdk_lambda::Client;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 use serde_json::{Map, Value};
 
-use crate::aws::{classify, error_code, AwsError, ErrorKind};
+use super::is_not_found;
+use crate::aws::{error_code, AwsError};
 use crate::provider::{ProviderContext, ProviderError, ResourceRequest};
 
 fn client(ctx: &ProviderContext<'_>) -> Client {
@@ -56,10 +57,6 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
     ProviderError::aws(req, AwsError::call("lambda", operation, target, err))
-}
-
-fn is_not_found<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
-    classify(err) == ErrorKind::NotFound
 }
 
 /// The service's message for a failed call, empty when it sent none.

@@ -15,7 +15,8 @@ use aws_sdk_sns::Client;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 use serde_json::{Map, Value};
 
-use crate::aws::{classify, AwsError, ErrorKind};
+use super::{is_not_found, with_properties};
+use crate::aws::AwsError;
 use crate::provider::props::Props;
 use crate::provider::{
     Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
@@ -58,21 +59,6 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
     ProviderError::aws(req, AwsError::call("sns", operation, target, err))
-}
-
-fn is_not_found<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
-    classify(err) == ErrorKind::NotFound
-}
-
-fn with_properties<'a>(
-    req: &ResourceRequest<'a>,
-    properties: &'a Map<String, Value>,
-) -> ResourceRequest<'a> {
-    ResourceRequest {
-        properties,
-        client_token: None,
-        ..req.clone()
-    }
 }
 
 #[derive(Clone, Copy)]

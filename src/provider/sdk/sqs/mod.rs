@@ -19,7 +19,8 @@ use aws_sdk_sqs::Client;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 use serde_json::{Map, Value};
 
-use crate::aws::{classify, error_code, AwsError, ErrorKind};
+use super::with_properties;
+use crate::aws::{error_code, AwsError};
 use crate::provider::{
     Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
@@ -57,20 +58,7 @@ where
 /// Not-found, in both spellings SQS uses (JSON `QueueDoesNotExist`, query-compatible
 /// `AWS.SimpleQueueService.NonExistentQueue`).
 fn is_not_found<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
-    classify(err) == ErrorKind::NotFound
-        || error_code(err).is_some_and(|c| c.contains("QueueDoesNotExist"))
-}
-
-/// The same request over another set of properties (the previous ones, on update).
-fn with_properties<'a>(
-    req: &ResourceRequest<'a>,
-    properties: &'a Map<String, Value>,
-) -> ResourceRequest<'a> {
-    ResourceRequest {
-        properties,
-        client_token: None,
-        ..req.clone()
-    }
+    super::is_not_found(err) || error_code(err).is_some_and(|c| c.contains("QueueDoesNotExist"))
 }
 
 /// A queue attribute as the CloudFormation property would carry it.
