@@ -130,6 +130,11 @@ impl Clients {
         aws_sdk_ec2::Client::new(&self.config(region))
     }
 
+    /// ECR, for container assets (the image-exists check, the login token) and bootstrap.
+    pub fn ecr(&self, region: Option<&str>) -> aws_sdk_ecr::Client {
+        aws_sdk_ecr::Client::new(&self.config(region))
+    }
+
     pub fn cloudcontrol(&self, region: Option<&str>) -> aws_sdk_cloudcontrol::Client {
         aws_sdk_cloudcontrol::Client::new(&self.config(region))
     }
