@@ -13,14 +13,14 @@
 //!   replaced in place by its expression, or the whole string is stored as `***`;
 //! - a NoEcho value of [`MIN_NEEDLE_LENGTH`] or more characters equal to or inside a string
 //!   makes the whole string `***`;
-//! - `{{resolve:...}}` expressions already in a string are never searched (a short plaintext
-//!   could otherwise rewrite the expression that stands for it).
+//! - a match lying wholly inside a complete `secretsmanager` / `ssm` / `ssm-secure` reference
+//!   and shorter than it is left alone (rewriting it would mangle the reference); a plaintext
+//!   that is, or contains, a whole reference is still replaced (scrub spec, "Fragments inside
+//!   a complete reference").
 
 use std::fmt;
 
 use serde_json::Value;
-
-use crate::resolve::dynamic::{split_references, Segment};
 
 /// What state stores in place of a value it must not hold.
 pub const MASK: &str = crate::resolve::external::REDACTION_MASK;
@@ -119,6 +119,20 @@ impl Needles {
         &self.no_echo
     }
 
+    /// A copy without the secrets shorter than [`MIN_NEEDLE_LENGTH`]: the widened match scrub
+    /// runs across a whole record never uses those (scrub spec, "It never guesses").
+    pub fn without_short_secrets(&self) -> Needles {
+        let mut out = self.clone();
+        out.secrets
+            .retain(|(p, _)| p.chars().count() >= MIN_NEEDLE_LENGTH);
+        out
+    }
+
+    /// The secret plaintexts with the expression that stands for each (longest first).
+    pub fn secrets(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+        self.secrets.iter().map(|(p, e)| (p.as_str(), e.as_deref()))
+    }
+
     /// The secret plaintexts (longest first).
     pub fn secret_plaintexts(&self) -> impl Iterator<Item = &str> {
         self.secrets.iter().map(|(p, _)| p.as_str())
@@ -139,43 +153,36 @@ impl Needles {
         {
             return Some(MASK.to_owned());
         }
-        let segments = match split_references(s) {
-            Ok(segments) => segments,
-            Err(_) => vec![Segment::Text(s)],
-        };
-        let mut out = String::with_capacity(s.len());
+        let mut text = s.to_owned();
         let mut changed = false;
-        for segment in segments {
-            let text = match segment {
-                Segment::Reference(r) => {
-                    out.push_str(&r.text);
-                    continue;
-                }
-                Segment::Text(t) => t,
-            };
-            let mut text = text.to_owned();
-            for (plain, expr) in &self.secrets {
-                if plain.chars().count() < MIN_NEEDLE_LENGTH || !text.contains(plain.as_str()) {
-                    continue;
-                }
-                match expr {
-                    Some(e) => {
-                        text = text.replace(plain.as_str(), e);
-                        changed = true;
-                    }
-                    None => return Some(MASK.to_owned()),
-                }
+        for (plain, expr) in &self.secrets {
+            if plain.chars().count() < MIN_NEEDLE_LENGTH || !text.contains(plain.as_str()) {
+                continue;
             }
-            if self
-                .no_echo
-                .iter()
-                .any(|v| v.chars().count() >= MIN_NEEDLE_LENGTH && text.contains(v.as_str()))
-            {
+            let hits = unprotected_matches(&text, plain);
+            if hits.is_empty() {
+                continue;
+            }
+            let Some(e) = expr else {
                 return Some(MASK.to_owned());
+            };
+            let mut out = String::with_capacity(text.len());
+            let mut last = 0;
+            for start in hits {
+                out.push_str(&text[last..start]);
+                out.push_str(e);
+                last = start + plain.len();
             }
-            out.push_str(&text);
+            out.push_str(&text[last..]);
+            text = out;
+            changed = true;
         }
-        changed.then_some(out)
+        if self.no_echo.iter().any(|v| {
+            v.chars().count() >= MIN_NEEDLE_LENGTH && !unprotected_matches(&text, v).is_empty()
+        }) {
+            return Some(MASK.to_owned());
+        }
+        changed.then_some(text)
     }
 
     /// `value` with every string leaf redacted (map keys are left alone: redaction rewrites
@@ -229,6 +236,46 @@ impl Needles {
     }
 }
 
+/// The services whose references cdkd resolves: a match inside one of them is protected.
+const PROTECTING_SERVICES: [&str; 3] = ["secretsmanager:", "ssm:", "ssm-secure:"];
+
+/// The byte spans of the complete references in `text` (scrub spec, "Fragments inside a
+/// complete reference"): an opener naming a service cdkd resolves, up to the first `}}`
+/// after it. An opener with no later `}}` brackets nothing.
+fn reference_spans(text: &str) -> Vec<(usize, usize)> {
+    const OPENER: &str = crate::resolve::dynamic::DYNAMIC_REFERENCE_OPENER;
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(open) = text[from..].find(OPENER).map(|i| i + from) {
+        let Some(close) = text[open..].find("}}").map(|i| i + open + 2) else {
+            break;
+        };
+        let service = &text[open + OPENER.len()..];
+        if PROTECTING_SERVICES.iter().any(|p| service.starts_with(p)) {
+            spans.push((open, close));
+        }
+        from = close;
+    }
+    spans
+}
+
+/// The start of every non-overlapping match of `needle` in `text` except one lying wholly
+/// inside a complete reference and shorter than it (rewriting there would produce a
+/// reference no service can resolve); a needle that is or contains a whole reference is
+/// still matched.
+fn unprotected_matches(text: &str, needle: &str) -> Vec<usize> {
+    let spans = reference_spans(text);
+    text.match_indices(needle)
+        .map(|(i, _)| i)
+        .filter(|&i| {
+            let end = i + needle.len();
+            !spans
+                .iter()
+                .any(|&(a, b)| a <= i && end <= b && needle.len() < b - a)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +325,54 @@ mod tests {
         let mut n = Needles::default();
         n.add_secret("secretsmanager", None);
         assert_eq!(n.redact_str(EXPR), None);
+    }
+
+    #[test]
+    fn a_fragment_inside_a_complete_reference_is_left_alone() {
+        let mut n = Needles::default();
+        n.add_secret("appdb", Some("{{resolve:ssm:/app/dbname}}"));
+        let stored = "jdbc://appdb:{{resolve:secretsmanager:appdb/creds:SecretString:password}}@h";
+        assert_eq!(
+            n.redact_str(stored).as_deref(),
+            Some(
+                "jdbc://{{resolve:ssm:/app/dbname}}:\
+                 {{resolve:secretsmanager:appdb/creds:SecretString:password}}@h"
+            )
+        );
+        // Another service's braces protect nothing; a stray opener with no closer neither.
+        assert_eq!(
+            n.redact_str("{{resolve:appdb}}").as_deref(),
+            Some("{{resolve:{{resolve:ssm:/app/dbname}}}}")
+        );
+        assert_eq!(
+            n.redact_str("{{resolve:ssm:x appdb").as_deref(),
+            Some("{{resolve:ssm:x {{resolve:ssm:/app/dbname}}")
+        );
+        // A secret that contains a whole reference plus text is still replaced.
+        let mut n = Needles::default();
+        n.add_secret(
+            "pw-{{resolve:ssm:/a}}",
+            Some("{{resolve:secretsmanager:s}}"),
+        );
+        assert_eq!(
+            n.redact_str("x pw-{{resolve:ssm:/a}} y").as_deref(),
+            Some("x {{resolve:secretsmanager:s}} y")
+        );
+    }
+
+    #[test]
+    fn short_secrets_leave_the_widened_match() {
+        let mut n = Needles::default();
+        n.add_secret("abc", Some("{{resolve:ssm-secure:/s}}"));
+        n.add_secret("abcdef", Some("{{resolve:ssm-secure:/t}}"));
+        assert_eq!(
+            n.redact_str("abc").as_deref(),
+            Some("{{resolve:ssm-secure:/s}}")
+        );
+        assert_eq!(n.redact_str("xabcx"), None);
+        let wide = n.without_short_secrets();
+        assert_eq!(wide.redact_str("abc"), None);
+        assert_eq!(wide.secrets().count(), 1);
     }
 
     #[test]
