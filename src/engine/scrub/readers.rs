@@ -1,6 +1,7 @@
 //! Who reads a stack's outputs: before an output the template no longer declares is dropped,
-//! every other record in the bucket is checked for an `outputReads` entry naming it (scrub
-//! spec, "across stacks"). A record that cannot be listed or read makes the answer unknown.
+//! every other record in the bucket is checked for an `outputReads` or `imports` entry naming
+//! it (scrub spec, "across stacks"). A record that cannot be listed or read (or that is listed
+//! and reads as absent) makes the answer unknown.
 
 use std::collections::BTreeSet;
 
@@ -34,10 +35,22 @@ pub async fn output_keys_read_elsewhere(
                     r.stack_name
                 )
             })?;
-        let Some(loaded) = loaded else { continue };
+        // A listed record that reads as absent cannot say whom it reads.
+        let Some(loaded) = loaded else {
+            return Err(format!(
+                "the record of {} ({r_region}) is listed but reads as absent",
+                r.stack_name
+            ));
+        };
         for entry in loaded.parsed.state.output_read_entries() {
             if entry.source_stack == stack && entry.source_region == region {
                 read.insert(entry.output_name);
+            }
+        }
+        // Fn::ImportValue reads an export alias, which is a key of the producer's outputs.
+        for entry in loaded.parsed.state.imports.iter().flatten() {
+            if entry.source_stack == stack && entry.source_region == region {
+                read.insert(entry.export_name.clone());
             }
         }
     }

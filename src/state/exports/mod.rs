@@ -21,7 +21,7 @@ mod store;
 
 pub use index::{ExportEntry, ExportIndex, EXPORT_INDEX_VERSION};
 pub use store::{
-    ExportIndexStore, IndexWriteReport, IndexWriteStatus, DEFAULT_RETRY_BASE_DELAY,
+    ExportIndexStore, IndexPeek, IndexWriteReport, IndexWriteStatus, DEFAULT_RETRY_BASE_DELAY,
     MAX_WRITE_RETRIES,
 };
 

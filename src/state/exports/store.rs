@@ -123,6 +123,21 @@ enum Change<'a> {
         name: &'a str,
         entry: ExportEntry,
     },
+    /// Set the value of entries `stack` already owns (scrub): no name added or removed,
+    /// and a missing or corrupt index is left alone.
+    Converge {
+        stack: &'a str,
+        values: Vec<(String, Value)>,
+    },
+}
+
+/// The stored index as one plain GET found it (no rebuild, no write).
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexPeek {
+    Absent,
+    /// Why the body is unusable.
+    Corrupt(String),
+    Valid(ExportIndex),
 }
 
 impl ExportIndexStore {
@@ -210,6 +225,28 @@ impl ExportIndexStore {
         self.apply(region, Change::Rebuild).await
     }
 
+    /// Reads `region`'s index as stored: never rebuilds, never writes (scrub's audit).
+    pub async fn peek(&self, region: &str) -> Result<IndexPeek, AwsError> {
+        Ok(match self.read(&self.keys.export_index(region)).await? {
+            Stored::Absent => IndexPeek::Absent,
+            Stored::Corrupt { why, .. } => IndexPeek::Corrupt(why),
+            Stored::Valid { index, .. } => IndexPeek::Valid(index),
+        })
+    }
+
+    /// Sets the value of each named entry `stack` owns in `region` to the given value
+    /// (`cdkd scrub`'s convergence onto the scrubbed `state.outputs`). Membership never
+    /// changes: a name the index does not hold, or holds for another producer, is skipped,
+    /// and a missing or corrupt index is not rebuilt.
+    pub async fn converge_stack(
+        &self,
+        region: &str,
+        stack: &str,
+        values: Vec<(String, Value)>,
+    ) -> IndexWriteReport {
+        self.apply(region, Change::Converge { stack, values }).await
+    }
+
     /// Forgets the copy of `region`'s index this store holds.
     pub fn invalidate(&self, region: &str) {
         self.cache_lock().remove(region);
@@ -267,6 +304,12 @@ impl ExportIndexStore {
                     }
                     (index, guard_for(etag), true)
                 }
+                Stored::Absent | Stored::Corrupt { .. }
+                    if matches!(change, Change::Converge { .. }) =>
+                {
+                    status = IndexWriteStatus::Unchanged;
+                    break;
+                }
                 Stored::Absent => (ExportIndex::default(), Guard::IfAbsent, false),
                 Stored::Corrupt { etag, why } => {
                     let notice = format!(
@@ -308,6 +351,15 @@ impl ExportIndexStore {
                 Change::Remove { stack } => index.remove_stack(stack, region),
                 Change::Patch { name, entry } => {
                     attempt_warnings.extend(index.put(name, entry.clone()));
+                }
+                Change::Converge { stack, values } => {
+                    for (name, value) in values {
+                        if let Some(e) = index.exports.get_mut(name) {
+                            if e.is_from(stack, region) {
+                                e.value = value.clone();
+                            }
+                        }
+                    }
                 }
             }
             if before.as_ref() == Some(&index.exports) && !matches!(change, Change::Rebuild) {
