@@ -5,7 +5,8 @@
 //! `${AWS::Region}` and `${AWS::Partition}` filled in for the stack's environment, and
 //! published once however many stacks need it, all in parallel: file assets to S3
 //! ([`file`]; a directory as a deterministic zip, [`zip`]), skipped when the object already
-//! exists; container images with docker ([`container`]). The stack's own template is not
+//! exists; container images with docker ([`container`]), skipped when the repository already
+//! holds the tag. The stack's own template is not
 //! uploaded: cdkd deploys without CloudFormation and never reads it from S3.
 //!
 //! Destinations are used as the asset manifest names them (the CDK bootstrap's bucket and
@@ -450,9 +451,22 @@ async fn publish_with(
     if plan.files.is_empty() && plan.images.is_empty() {
         return Ok(PublishReport::default());
     }
-    if !plan.images.is_empty() && !container::docker_available().await {
-        let mut stacks: Vec<String> = plan
-            .images
+    let mut report = PublishReport::default();
+    // An image already in its repository needs neither docker nor a push.
+    let mut images = Vec::with_capacity(plan.images.len());
+    for job in plan.images {
+        if container::image_exists(&clients.ecr(Some(&job.region)), &job).await? {
+            ui::info(format!(
+                "  asset {}: already in {}",
+                job.display, job.image_uri
+            ));
+            report.already_present += 1;
+        } else {
+            images.push(job);
+        }
+    }
+    if !images.is_empty() && !container::docker_available().await {
+        let mut stacks: Vec<String> = images
             .iter()
             .flat_map(|i| i.stacks.iter().cloned())
             .collect();
@@ -486,18 +500,18 @@ async fn publish_with(
             (job.display, result.map(Done::File))
         });
     }
-    for job in plan.images {
+    for job in images {
+        let ecr = clients.ecr(Some(&job.region));
         let permits = permits.clone();
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let result = container::publish_image(&job).await;
+            let result = container::publish_image(&ecr, &job).await;
             if result.is_ok() {
                 ui::info(format!("  asset {}: pushed {}", job.display, job.image_uri));
             }
             (job.display, result.map(|()| Done::Image))
         });
     }
-    let mut report = PublishReport::default();
     let mut failures: Vec<AssetError> = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         match joined {

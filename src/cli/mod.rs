@@ -239,9 +239,13 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct BootstrapArgs {
-    /// Re-apply the bucket settings to an existing state bucket.
+    /// Re-apply the settings of an existing state bucket and asset storage.
     #[arg(long)]
     pub force: bool,
+    /// Create no cdkd asset storage and write no marker: deploys keep publishing to the CDK
+    /// bootstrap's bucket and repository (legacy mode).
+    #[arg(long)]
+    pub no_assets: bool,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,

@@ -1,25 +1,47 @@
-//! `cdkd bootstrap`: create the state bucket, or re-apply its settings with `--force`.
+//! `cdkd bootstrap`: create the state bucket and the region's cdkd-owned asset storage, or
+//! re-apply their settings with `--force`.
 //!
-//! The bucket gets versioning (state history is the recovery path), default SSE-S3 encryption
-//! and a full public access block. No bucket policy is set: a "deny unless this account" or
+//! Buckets get versioning (state history is the recovery path), default SSE-S3 encryption and
+//! a full public access block. No bucket policy is set: a "deny unless this account" or
 //! TLS-only policy is a deliberate, account-specific choice left to the user (and the local
 //! emulator applies a policy's Deny while ignoring its Condition, which would lock every caller
-//! out). The asset-storage marker (`cdkd-bootstrap/{region}.json`) is not written: without it
-//! deploys use the CDK bootstrap's asset destinations, the legacy mode.
+//! out).
+//!
+//! Unless `--no-assets`, the region also gets an asset bucket (`cdkd-assets-{account}-{region}`)
+//! and an ECR repository (`cdkd-container-assets-{account}-{region}`, immutable tags, scan on
+//! push), and the marker `cdkd-bootstrap/{region}.json` is written in the state bucket LAST,
+//! once both exist: its presence is what opts deploys into cdkd-assets mode. A region whose
+//! marker already names storage keeps those names (a re-run recreates what is missing). With
+//! `--no-assets` no marker is written, and deploys publish to the CDK bootstrap's destinations.
 
+use aws_sdk_ecr::types::{
+    EncryptionConfiguration, EncryptionType, ImageScanningConfiguration, ImageTagMutability,
+};
 use aws_sdk_s3::types::{
     BucketLocationConstraint, BucketVersioningStatus, CreateBucketConfiguration,
     PublicAccessBlockConfiguration, ServerSideEncryption, ServerSideEncryptionByDefault,
     ServerSideEncryptionConfiguration, ServerSideEncryptionRule, VersioningConfiguration,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::Session;
-use crate::aws::{classify, AwsError, ErrorKind};
+use crate::assets::redirect::Marker;
+use crate::aws::{classify, error_code, AwsError, Clients, ErrorKind};
 use crate::cli::BootstrapArgs;
 use crate::error::{Error, ExitStatus, Result};
 use crate::state::bucket::default_bucket_name;
+use crate::state::keys::bootstrap_marker_key;
 use crate::ui;
+
+/// The default asset bucket of an account and region.
+pub fn asset_bucket_name(account: &str, region: &str) -> String {
+    format!("cdkd-assets-{account}-{region}")
+}
+
+/// The default container-asset repository of an account and region.
+pub fn container_repository_name(account: &str, region: &str) -> String {
+    format!("cdkd-container-assets-{account}-{region}")
+}
 
 pub async fn run(session: &Session, args: &BootstrapArgs) -> Result<ExitStatus> {
     let clients = session.clients().await;
@@ -32,31 +54,19 @@ pub async fn run(session: &Session, args: &BootstrapArgs) -> Result<ExitStatus> 
     };
     let s3 = clients.s3(Some(&region));
 
-    let existed = match s3.head_bucket().bucket(&name).send().await {
-        Ok(_) => true,
-        Err(e) if classify(&e) == ErrorKind::NotFound => false,
-        Err(e) => return Err(AwsError::call("s3", "HeadBucket", &name, &e).into()),
-    };
+    let existed = !ensure_bucket(&s3, &name, &region).await?;
     let configure = !existed || args.force;
-    if !existed {
-        let mut create = s3.create_bucket().bucket(&name);
-        if region != "us-east-1" {
-            create = create.create_bucket_configuration(
-                CreateBucketConfiguration::builder()
-                    .location_constraint(BucketLocationConstraint::from(region.as_str()))
-                    .build(),
-            );
-        }
-        if let Err(e) = create.send().await {
-            let code = crate::aws::error_code(&e).unwrap_or_default();
-            if code != "BucketAlreadyOwnedByYou" {
-                return Err(AwsError::call("s3", "CreateBucket", &name, &e).into());
-            }
-        }
-    }
     if configure {
         apply_settings(&s3, &name).await?;
     }
+    let assets = if args.no_assets {
+        None
+    } else {
+        Some(asset_storage(clients, &s3, &name, &region, args.force).await?)
+    };
+    let marker_key = bootstrap_marker_key(&region);
+    // --no-assets never opts a region out: an earlier marker stays, and says so.
+    let kept_marker = args.no_assets && marker(&s3, &name, &marker_key).await?.is_some();
 
     if args.json {
         ui::output(
@@ -65,10 +75,14 @@ pub async fn run(session: &Session, args: &BootstrapArgs) -> Result<ExitStatus> 
                 "region": region,
                 "created": !existed,
                 "settingsApplied": configure,
+                "assetStorage": assets.as_ref().map(|a| a.to_json(&name, &marker_key)),
+                "assetMode": if assets.is_some() || kept_marker { "cdkd-assets" } else { "legacy" },
             }))
             .unwrap_or_default(),
         );
-    } else if !existed {
+        return Ok(ExitStatus::Success);
+    }
+    if !existed {
         ui::info(format!(
             "Created state bucket {name} in {region} (versioning, SSE-S3 encryption, public access blocked)"
         ));
@@ -77,9 +91,236 @@ pub async fn run(session: &Session, args: &BootstrapArgs) -> Result<ExitStatus> 
             "State bucket {name} exists; re-applied versioning, encryption and public access block"
         ));
     } else {
-        ui::info(format!("State bucket {name} already exists; nothing to do (pass --force to re-apply its settings)"));
+        ui::info(format!(
+            "State bucket {name} already exists; nothing to do (pass --force to re-apply its settings)"
+        ));
+    }
+    match &assets {
+        Some(a) => a.report(&name, &marker_key, args.force),
+        None if kept_marker => ui::warn(format!(
+            "--no-assets: {region} stays in cdkd-assets mode, because s3://{name}/{marker_key} \
+             already opts it in; delete that marker to publish to the CDK bootstrap's storage again"
+        )),
+        None => ui::info(format!(
+            "No cdkd asset storage (--no-assets): deploys in {region} publish to the CDK \
+             bootstrap's bucket and repository"
+        )),
     }
     Ok(ExitStatus::Success)
+}
+
+/// What bootstrapping the region's asset storage did.
+struct AssetStorage {
+    bucket: String,
+    repository: String,
+    bucket_created: bool,
+    repository_created: bool,
+    marker_written: bool,
+}
+
+impl AssetStorage {
+    fn to_json(&self, state_bucket: &str, marker_key: &str) -> Value {
+        json!({
+            "bucket": self.bucket,
+            "repository": self.repository,
+            "marker": format!("s3://{state_bucket}/{marker_key}"),
+            "bucketCreated": self.bucket_created,
+            "repositoryCreated": self.repository_created,
+            "markerWritten": self.marker_written,
+        })
+    }
+
+    fn report(&self, state_bucket: &str, marker_key: &str, force: bool) {
+        let created: Vec<String> = [
+            (self.bucket_created, format!("asset bucket {}", self.bucket)),
+            (
+                self.repository_created,
+                format!("ECR repository {}", self.repository),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(made, what)| made.then_some(what))
+        .collect();
+        if !created.is_empty() {
+            ui::info(format!("Created {}", created.join(" and ")));
+        } else if force {
+            ui::info(format!(
+                "Asset bucket {} and ECR repository {} exist; re-applied their settings",
+                self.bucket, self.repository
+            ));
+        } else {
+            ui::info(format!(
+                "Asset bucket {} and ECR repository {} already exist",
+                self.bucket, self.repository
+            ));
+        }
+        if self.marker_written {
+            ui::info(format!(
+                "Wrote s3://{state_bucket}/{marker_key}: deploys in this region publish assets to cdkd's own storage"
+            ));
+        }
+    }
+}
+
+/// Creates (or heals) the region's asset bucket and repository, then writes the marker.
+async fn asset_storage(
+    clients: &Clients,
+    state_s3: &aws_sdk_s3::Client,
+    state_bucket: &str,
+    region: &str,
+    force: bool,
+) -> Result<AssetStorage> {
+    let account = clients.account_id().await?;
+    let key = bootstrap_marker_key(region);
+    let existing = match marker(state_s3, state_bucket, &key).await? {
+        Some(bytes) => Marker::parse(&bytes).ok(),
+        None => None,
+    };
+    let bucket = existing
+        .as_ref()
+        .map(|m| m.asset_bucket.clone())
+        .unwrap_or_else(|| asset_bucket_name(&account, region));
+    let repository = existing
+        .as_ref()
+        .and_then(|m| m.container_repository.clone())
+        .unwrap_or_else(|| container_repository_name(&account, region));
+
+    let s3 = clients.s3(Some(region));
+    let bucket_created = ensure_bucket(&s3, &bucket, region).await?;
+    if bucket_created || force {
+        apply_settings(&s3, &bucket).await?;
+    }
+    let ecr = clients.ecr(Some(region));
+    let repository_created = ensure_repository(&ecr, &repository).await?;
+    if !repository_created && force {
+        apply_repository_settings(&ecr, &repository).await?;
+    }
+
+    // Written last, and only when it does not already say this.
+    let up_to_date = existing.as_ref().is_some_and(|m| {
+        m.asset_bucket == bucket && m.container_repository.as_deref() == Some(&repository)
+    });
+    if !up_to_date {
+        let body = json!({
+            "version": 1,
+            "account": account,
+            "region": region,
+            "assetBucket": bucket,
+            "containerRepository": repository,
+        });
+        state_s3
+            .put_object()
+            .bucket(state_bucket)
+            .key(&key)
+            .content_type("application/json")
+            .body(serde_json::to_vec_pretty(&body).unwrap_or_default().into())
+            .send()
+            .await
+            .map_err(|e| {
+                AwsError::call("s3", "PutObject", format!("s3://{state_bucket}/{key}"), &e)
+            })?;
+    }
+    Ok(AssetStorage {
+        bucket,
+        repository,
+        bucket_created,
+        repository_created,
+        marker_written: !up_to_date,
+    })
+}
+
+/// The marker's body, or `None` when the region has none.
+async fn marker(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+    match s3.get_object().bucket(bucket).key(key).send().await {
+        Ok(out) => {
+            let bytes = out.body.collect().await.map_err(|e| {
+                AwsError::Unexpected(format!("reading s3://{bucket}/{key} failed: {e}"))
+            })?;
+            Ok(Some(bytes.into_bytes().to_vec()))
+        }
+        Err(e) if classify(&e) == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(AwsError::call("s3", "GetObject", format!("s3://{bucket}/{key}"), &e).into()),
+    }
+}
+
+/// Creates `name` in `region` unless it exists; whether this call created it.
+async fn ensure_bucket(s3: &aws_sdk_s3::Client, name: &str, region: &str) -> Result<bool> {
+    match s3.head_bucket().bucket(name).send().await {
+        Ok(_) => return Ok(false),
+        Err(e) if classify(&e) == ErrorKind::NotFound => {}
+        Err(e) => return Err(AwsError::call("s3", "HeadBucket", name, &e).into()),
+    }
+    let mut create = s3.create_bucket().bucket(name);
+    if region != "us-east-1" {
+        create = create.create_bucket_configuration(
+            CreateBucketConfiguration::builder()
+                .location_constraint(BucketLocationConstraint::from(region))
+                .build(),
+        );
+    }
+    match create.send().await {
+        Ok(_) => Ok(true),
+        // Made a moment ago by a concurrent bootstrap of the same account.
+        Err(e) if error_code(&e) == Some("BucketAlreadyOwnedByYou") => Ok(false),
+        Err(e) => Err(AwsError::call("s3", "CreateBucket", name, &e).into()),
+    }
+}
+
+/// Creates the ECR repository unless it exists; whether this call created it.
+async fn ensure_repository(ecr: &aws_sdk_ecr::Client, name: &str) -> Result<bool> {
+    match ecr
+        .describe_repositories()
+        .repository_names(name)
+        .send()
+        .await
+    {
+        Ok(_) => return Ok(false),
+        Err(e) if error_code(&e) == Some("RepositoryNotFoundException") => {}
+        Err(e) => return Err(AwsError::call("ecr", "DescribeRepositories", name, &e).into()),
+    }
+    let encryption = EncryptionConfiguration::builder()
+        .encryption_type(EncryptionType::Aes256)
+        .build()
+        .map_err(|e| AwsError::Unexpected(format!("building the ECR encryption failed: {e}")))?;
+    let created = ecr
+        .create_repository()
+        .repository_name(name)
+        .image_tag_mutability(ImageTagMutability::Immutable)
+        .image_scanning_configuration(
+            ImageScanningConfiguration::builder()
+                .scan_on_push(true)
+                .build(),
+        )
+        .encryption_configuration(encryption)
+        .send()
+        .await;
+    match created {
+        Ok(_) => Ok(true),
+        Err(e) if error_code(&e) == Some("RepositoryAlreadyExistsException") => Ok(false),
+        Err(e) => Err(AwsError::call("ecr", "CreateRepository", name, &e).into()),
+    }
+}
+
+/// Immutable tags (asset tags are content hashes) and scan on push; encryption is fixed at
+/// creation.
+async fn apply_repository_settings(ecr: &aws_sdk_ecr::Client, name: &str) -> Result<(), AwsError> {
+    ecr.put_image_tag_mutability()
+        .repository_name(name)
+        .image_tag_mutability(ImageTagMutability::Immutable)
+        .send()
+        .await
+        .map_err(|e| AwsError::call("ecr", "PutImageTagMutability", name, &e))?;
+    ecr.put_image_scanning_configuration()
+        .repository_name(name)
+        .image_scanning_configuration(
+            ImageScanningConfiguration::builder()
+                .scan_on_push(true)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| AwsError::call("ecr", "PutImageScanningConfiguration", name, &e))?;
+    Ok(())
 }
 
 async fn apply_settings(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<(), AwsError> {
@@ -127,4 +368,21 @@ async fn apply_settings(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<(), Aws
         .await
         .map_err(|e| AwsError::call("s3", "PutBucketEncryption", bucket, &e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_asset_storage_names() {
+        assert_eq!(
+            asset_bucket_name("123456789012", "eu-west-1"),
+            "cdkd-assets-123456789012-eu-west-1"
+        );
+        assert_eq!(
+            container_repository_name("123456789012", "eu-west-1"),
+            "cdkd-container-assets-123456789012-eu-west-1"
+        );
+    }
 }
