@@ -283,6 +283,12 @@ pub struct OrphanArgs {
     /// Show what would change without writing state.
     #[arg(long)]
     pub dry_run: bool,
+    /// Orphan even when a reference to the resource cannot be resolved (it is kept as it is).
+    #[arg(long)]
+    pub force: bool,
+    /// Region of the stack's state record (default: the stack's region).
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -403,6 +409,12 @@ pub struct StateOrphanArgs {
     /// Region of the stack's state record.
     #[arg(long, value_name = "REGION")]
     pub stack_region: Option<String>,
+    /// With --resource: orphan even when a reference to it cannot be resolved.
+    #[arg(long, requires = "resources")]
+    pub force: bool,
+    /// With --resource: show the reference rewrites without writing state.
+    #[arg(long, requires = "resources")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ mod diff;
 mod force_unlock;
 mod import;
 mod list;
+mod orphan;
 mod orphan_state;
 mod publish_assets;
 mod rollback;
@@ -163,6 +164,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Rollback(args) => rollback::run(&session, args).await,
         Command::Scrub(args) => scrub::run(&session, args).await,
         Command::Import(args) => import::run(&session, args).await,
+        Command::Orphan(args) => orphan::run(&session, args).await,
         other => Err(Error::NotImplemented {
             command: other.name(),
         }),

@@ -1,15 +1,18 @@
 //! `cdkd state orphan`: drop a stack's record, or some of its resources, leaving AWS untouched.
 //!
 //! Works without an app and on damaged records (it is the remedy their errors point at): a whole
-//! record is deleted without being parsed, and single rows are cut out of the stored JSON.
+//! record is deleted without being parsed; single resources (`--resource`) go through
+//! `engine::orphan`, which cuts them out as stored, refuses damage only in what survives, and
+//! rewrites the surviving references to them.
 
 use std::io::IsTerminal;
 
+use super::orphan::{into_error, report};
 use super::state::stack_region;
 use super::Session;
 use crate::cli::StateOrphanArgs;
+use crate::engine::orphan::{orphan_resources, OrphanRequest};
 use crate::error::{Error, ExitStatus, Result};
-use crate::state::edit::remove_resources;
 use crate::state::exports::ExportIndexStore;
 use crate::state::lock::{default_owner, LockManager, DEFAULT_LOCK_TTL};
 use crate::ui;
@@ -18,9 +21,26 @@ pub async fn run(session: &Session, args: &StateOrphanArgs) -> Result<ExitStatus
     let backend = session.state_backend().await?;
     let stack = args.stack.as_str();
     let region = stack_region(session, &backend, stack, args.stack_region.as_deref()).await?;
+    if !args.resources.is_empty() {
+        // Single resources: the same scoped refusals and reference rewrite as `cdkd orphan`.
+        let outcome = orphan_resources(
+            &backend,
+            &OrphanRequest {
+                stack,
+                region: &region,
+                logical_ids: &args.resources,
+                force: args.force,
+                dry_run: args.dry_run,
+            },
+        )
+        .await
+        .map_err(into_error)?;
+        report(stack, &region, &args.resources, &outcome);
+        return Ok(ExitStatus::Success);
+    }
     let regional_key = backend.keys().state(stack, &region);
     let legacy_key = backend.keys().legacy_state(stack);
-    let (key, (bytes, etag)) = match backend.get_object(&regional_key).await? {
+    let (key, _found) = match backend.get_object(&regional_key).await? {
         Some(found) => (regional_key, found),
         None => match backend.get_object(&legacy_key).await? {
             Some(found) => (legacy_key, found),
@@ -32,9 +52,7 @@ pub async fn run(session: &Session, args: &StateOrphanArgs) -> Result<ExitStatus
         },
     };
 
-    if args.resources.is_empty() {
-        confirm(session, &format!("Drop the whole state record of {stack} ({region})? Its resources stay in AWS, unmanaged."))?;
-    }
+    confirm(session, &format!("Drop the whole state record of {stack} ({region})? Its resources stay in AWS, unmanaged."))?;
 
     let locks = LockManager::new(
         backend.client().clone(),
@@ -51,27 +69,16 @@ pub async fn run(session: &Session, args: &StateOrphanArgs) -> Result<ExitStatus
         )
         .await?;
     let outcome = async {
-        if args.resources.is_empty() {
-            backend.delete_object(&key).await?;
-            let index = ExportIndexStore::new(
-                backend.client().clone(),
-                backend.bucket(),
-                backend.keys().clone(),
-            );
-            index.remove_stack(&region, stack).await;
-            ui::info(format!(
-                "Dropped the state record of {stack} ({region}); its resources were left in AWS"
-            ));
-        } else {
-            let body = remove_resources(&bytes, stack, &region, &args.resources)?;
-            backend
-                .put_if_match((stack, &region), &key, body, &etag)
-                .await?;
-            ui::info(format!(
-                "Dropped {} from the state of {stack} ({region}); left in AWS",
-                args.resources.join(", ")
-            ));
-        }
+        backend.delete_object(&key).await?;
+        let index = ExportIndexStore::new(
+            backend.client().clone(),
+            backend.bucket(),
+            backend.keys().clone(),
+        );
+        index.remove_stack(&region, stack).await;
+        ui::info(format!(
+            "Dropped the state record of {stack} ({region}); its resources were left in AWS"
+        ));
         Ok::<_, Error>(())
     }
     .await;

@@ -4,5 +4,6 @@
 pub mod deploy;
 pub mod destroy;
 pub mod diff;
+pub mod orphan;
 pub mod scrub;
 pub mod walk;

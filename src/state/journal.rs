@@ -107,6 +107,21 @@ pub struct FailedOperation {
     pub extra: Map<String, Value>,
 }
 
+/// The key a failed UPDATE whose old resource was deleted before the new one was created
+/// (`--replace`) carries, among its additive fields.
+pub const OLD_DELETED_BEFORE_CREATE: &str = "oldDeletedBeforeCreate";
+
+impl FailedOperation {
+    /// Whether the deploy deleted the old resource this failed UPDATE names before it tried to
+    /// create the new one (so the old one is gone).
+    pub fn old_deleted_before_create(&self) -> bool {
+        self.extra
+            .get(OLD_DELETED_BEFORE_CREATE)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+}
+
 /// One failed attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -161,6 +176,107 @@ impl Journal {
             }
         }
         Some(popped)
+    }
+}
+
+/// A resource `cdkd import` adopted while a segment held an op of its logical id
+/// (`importedResources`, additive, no journalVersion bump). Kept in the segment's `extra`, so
+/// every writer of segments carries it without knowing it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportedResource {
+    pub logical_id: String,
+    pub physical_id: String,
+    pub resource_type: String,
+}
+
+const IMPORTED_RESOURCES: &str = "importedResources";
+
+impl Segment {
+    /// The resources `cdkd import` marked on this segment (a malformed entry is skipped).
+    pub fn imported_resources(&self) -> Vec<ImportedResource> {
+        self.extra
+            .get(IMPORTED_RESOURCES)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|v| serde_json::from_value(v.clone()).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The logical ids whose ops a rollback of this segment must not run: the superseded ones
+    /// and the ones `cdkd import` adopted since.
+    pub fn skipped_logical_ids(&self) -> Vec<String> {
+        let mut ids = self.superseded_logical_ids.clone();
+        for r in self.imported_resources() {
+            if !ids.contains(&r.logical_id) {
+                ids.push(r.logical_id);
+            }
+        }
+        ids
+    }
+
+    fn holds_op_of(&self, logical_id: &str) -> bool {
+        self.operations.iter().any(|o| o.logical_id == logical_id)
+            || self
+                .failed_operations
+                .iter()
+                .any(|o| o.logical_id == logical_id)
+    }
+}
+
+impl Journal {
+    /// `cdkd import` adopting `resource`: marks it on every segment holding an op of its
+    /// logical id and supersedes the id on the newest segment. Returns the physical ids other
+    /// than the imported one that those ops recorded (the rollback will not touch them), or
+    /// `None` when no segment holds an op of the id (nothing changed).
+    pub fn mark_imported(&mut self, resource: &ImportedResource) -> Option<Vec<String>> {
+        let id = resource.logical_id.as_str();
+        let mut marked = false;
+        let mut others = Vec::new();
+        for seg in self.segments.iter_mut().filter(|s| s.holds_op_of(id)) {
+            marked = true;
+            let recorded = seg
+                .operations
+                .iter()
+                .filter(|o| o.logical_id == id)
+                .filter_map(|o| o.physical_id.clone())
+                .chain(
+                    seg.failed_operations
+                        .iter()
+                        .filter(|o| o.logical_id == id)
+                        .filter_map(|o| o.physical_id.clone()),
+                );
+            for p in recorded {
+                if p != resource.physical_id && !others.contains(&p) {
+                    others.push(p);
+                }
+            }
+            let entry = serde_json::to_value(resource).unwrap_or(Value::Null);
+            let list = seg
+                .extra
+                .entry(IMPORTED_RESOURCES)
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if !list.is_array() {
+                *list = Value::Array(Vec::new());
+            }
+            if let Value::Array(items) = list {
+                items.retain(|v| v.get("logicalId").and_then(Value::as_str) != Some(id));
+                items.push(entry);
+            }
+        }
+        if !marked {
+            return None;
+        }
+        if let Some(newest) = self.segments.last_mut() {
+            if !newest.superseded_logical_ids.iter().any(|s| s == id) {
+                newest.superseded_logical_ids.push(id.to_owned());
+            }
+        }
+        Some(others)
     }
 }
 
@@ -286,6 +402,37 @@ impl JournalStore {
         Ok(())
     }
 
+    /// `cdkd import`, before its state write: marks each adopted resource on the stack's
+    /// journal (when one exists and holds an op of its id) and saves it. Returns one warning
+    /// per op that recorded another resource than the one adopted: the rollback leaves it.
+    pub async fn mark_imported(
+        &self,
+        stack: &str,
+        region: &str,
+        resources: &[ImportedResource],
+    ) -> Result<Vec<String>, JournalError> {
+        let Some(mut journal) = self.load(stack, region).await? else {
+            return Ok(Vec::new());
+        };
+        let mut changed = false;
+        let mut warnings = Vec::new();
+        for r in resources {
+            if let Some(others) = journal.mark_imported(r) {
+                changed = true;
+                for other in others {
+                    warnings.push(format!(
+                        "{stack}: the rollback journal recorded {other} for {} ({}), not the                          imported {}; cdkd rollback will not touch it, so delete it by hand if                          it is not wanted",
+                        r.logical_id, r.resource_type, r.physical_id
+                    ));
+                }
+            }
+        }
+        if changed {
+            self.save(&journal).await?;
+        }
+        Ok(warnings)
+    }
+
     fn describe(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.bucket)
     }
@@ -362,6 +509,47 @@ mod tests {
         assert_eq!(j.segments[0].superseded_logical_ids, vec!["B".to_string()]);
         assert!(parse_journal("k", br#"{"journalVersion": 9}"#).is_err());
         assert!(parse_journal("k", br#"{"segments": []}"#).is_err());
+    }
+
+    #[test]
+    fn an_import_marks_every_segment_holding_the_id_and_supersedes_it_on_the_newest() {
+        let mut j = Journal::new("S", "r");
+        for (i, ids) in [vec!["Q", "P"], vec!["P"], vec!["R"]]
+            .into_iter()
+            .enumerate()
+        {
+            j.segments.push(Segment {
+                reason: reason::NO_ROLLBACK.into(),
+                written_at: i as u64,
+                operations: ids.iter().map(|id| op(id, OpKind::Create)).collect(),
+                failed_operations: Vec::new(),
+                superseded_logical_ids: Vec::new(),
+                extra: Map::new(),
+            });
+        }
+        let imported = ImportedResource {
+            logical_id: "Q".into(),
+            physical_id: "Q-adopted".into(),
+            resource_type: "AWS::SQS::Queue".into(),
+        };
+        assert_eq!(j.mark_imported(&imported), Some(vec!["Q-new".to_string()]));
+        assert_eq!(j.segments[0].imported_resources(), vec![imported.clone()]);
+        assert!(j.segments[1].imported_resources().is_empty());
+        assert_eq!(j.segments[2].superseded_logical_ids, vec!["Q".to_string()]);
+        assert!(j.segments[0]
+            .skipped_logical_ids()
+            .contains(&"Q".to_string()));
+        let text = serde_json::to_string(&j).unwrap();
+        assert!(
+            text.contains("\"importedResources\":[{\"logicalId\":\"Q\""),
+            "{text}"
+        );
+        assert_eq!(parse_journal("k", text.as_bytes()).unwrap(), j);
+        let none = ImportedResource {
+            logical_id: "Z".into(),
+            ..imported
+        };
+        assert_eq!(j.mark_imported(&none), None);
     }
 
     #[test]
