@@ -1,13 +1,16 @@
 //! `cdkd import <stack>`: adopt existing AWS resources into the stack's cdkd state by
 //! mapping (`--resource`, `--resource-mapping`, `--resource-mapping-inline`). The engine is
-//! `engine::deploy::import`. `--migrate-from-cloudformation` is not in this build yet.
+//! `engine::deploy::import`. With `--migrate-from-cloudformation`, the mapping comes from the
+//! CloudFormation stack of the same name, which is then retired (`import::migrate_stack`).
 
 use std::sync::Arc;
 
 use super::{require_complete, Session};
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::ImportArgs;
-use crate::engine::deploy::import::{import_stack, parse_mapping, ImportOptions, ImportTarget};
+use crate::engine::deploy::import::{
+    import_stack, migrate_stack, parse_mapping, ImportOptions, ImportTarget, Imported,
+};
 use crate::engine::deploy::{DeployEnv, DeployError};
 use crate::error::{Error, ExitStatus, Result};
 use crate::resolve::{ExternalReader, NoExternalLookup, ParameterOverride};
@@ -15,10 +18,16 @@ use crate::state::exports::ExportIndexStore;
 use crate::ui;
 
 pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
-    if args.migrate_from_cloudformation {
-        return Err(Error::NotImplemented {
-            command: "import --migrate-from-cloudformation",
-        });
+    if args.migrate_from_cloudformation
+        && (!args.resources.is_empty()
+            || args.resource_mapping.is_some()
+            || args.resource_mapping_inline.is_some())
+    {
+        return Err(Error::Usage(
+            "--migrate-from-cloudformation reads the mapping from the CloudFormation stack; \
+             drop --resource, --resource-mapping and --resource-mapping-inline"
+                .into(),
+        ));
     }
     let file = match &args.resource_mapping {
         Some(path) => Some((
@@ -30,12 +39,16 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
         )),
         None => None,
     };
-    let mapping = parse_mapping(
-        &args.resources,
-        file.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
-        args.resource_mapping_inline.as_deref(),
-    )
-    .map_err(|e| Error::Usage(e.to_string()))?;
+    let mapping = if args.migrate_from_cloudformation {
+        Default::default()
+    } else {
+        parse_mapping(
+            &args.resources,
+            file.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
+            args.resource_mapping_inline.as_deref(),
+        )
+        .map_err(|e| Error::Usage(e.to_string()))?
+    };
     let mut parameters = Vec::new();
     for p in &args.parameters {
         let Some(parsed) = ParameterOverride::parse(p) else {
@@ -119,10 +132,14 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
         region: &region,
         template_file: &stack.template_file,
     };
+    if args.migrate_from_cloudformation {
+        return migrate(&env, &target, &parameters, args.force).await;
+    }
     let options = ImportOptions {
         mapping,
         parameters,
         force: args.force,
+        ..ImportOptions::default()
     };
     let imported = import_stack(&env, &target, &options)
         .await
@@ -130,14 +147,7 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
             DeployError::Other(e) => *e,
             other => Error::Usage(other.to_string()),
         })?;
-    for i in &imported {
-        if let Some(reason) = &i.baseline_refused {
-            ui::warn(format!(
-                "{}: {}: no observed baseline was recorded ({reason})",
-                stack.stack_name, i.logical_id
-            ));
-        }
-    }
+    warn_refused(&stack.stack_name, &imported);
     ui::info(format!(
         "{} ({region}): {} resource{} imported",
         stack.stack_name,
@@ -145,4 +155,42 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
         if imported.len() == 1 { "" } else { "s" }
     ));
     Ok(ExitStatus::Success)
+}
+
+/// `--migrate-from-cloudformation`: the engine's migration, reported per stack.
+async fn migrate(
+    env: &DeployEnv,
+    target: &ImportTarget<'_>,
+    parameters: &[ParameterOverride],
+    force: bool,
+) -> Result<ExitStatus> {
+    let report = migrate_stack(env, target, parameters, force)
+        .await
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    for (stack, imported) in &report.stacks {
+        warn_refused(stack, imported);
+        ui::info(format!(
+            "{stack} ({}): {} resource{} imported from CloudFormation",
+            target.region,
+            imported.len(),
+            if imported.len() == 1 { "" } else { "s" }
+        ));
+    }
+    ui::info(format!(
+        "{}: the CloudFormation stack is deleted; every resource was kept and cdkd manages \
+         it now",
+        target.stack_name
+    ));
+    Ok(ExitStatus::Success)
+}
+
+fn warn_refused(stack: &str, imported: &[Imported]) {
+    for i in imported {
+        if let Some(reason) = &i.baseline_refused {
+            ui::warn(format!(
+                "{stack}: {}: no observed baseline was recorded ({reason})",
+                i.logical_id
+            ));
+        }
+    }
 }

@@ -14,6 +14,7 @@
 //! inside it (line/column for syntax errors, a path such as
 //! `Resources.MyBucket.Type` for structural ones).
 
+pub mod codec;
 mod error;
 mod model;
 mod parse;

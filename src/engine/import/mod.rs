@@ -20,16 +20,23 @@
 //! preparation, plan and record helpers without widening their visibility.
 
 mod mapping;
+mod migrate;
+mod migrate_cfn;
+mod migrate_retain;
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 pub use mapping::{parse_mapping, MappingError};
+pub use migrate::{migrate_stack, MigrateError, MigrateReport};
 
 use super::lookup::Snapshot;
+use super::nested::{self, ParentLink};
 use super::plan::{new_record, plan};
 use super::{prepare, DeployEnv, DeployError};
 use crate::error::Error;
@@ -55,6 +62,12 @@ pub struct ImportOptions {
     pub parameters: Vec<ParameterOverride>,
     /// Overwrite records that already exist.
     pub force: bool,
+    /// Nested-stack rows imported as their child stack (`{stack}~{row}`), row id → what to
+    /// import into the child; the row itself records the cdkd-local ARN (migration).
+    pub nested: IndexMap<String, ImportOptions>,
+    /// Also record the stack's outputs and cross-stack reads, as a deploy's final save does
+    /// (migration, where every resource is imported).
+    pub record_outputs: bool,
 }
 
 /// One imported resource.
@@ -88,15 +101,96 @@ async fn import_locked(
     target: &ImportTarget<'_>,
     options: &ImportOptions,
 ) -> Result<Vec<Imported>, DeployError> {
+    let computed = compute(env, target, options, None).await?;
+    let imported = computed.imported.clone();
+    for c in computed.flatten() {
+        c.save(env).await?;
+    }
+    Ok(imported)
+}
+
+/// One stack's import, read and resolved but not yet written, with its nested children's.
+pub(super) struct Computed {
+    pub stack: String,
+    pub region: String,
+    /// The record to write, already redacted for storage.
+    pub state: StackState,
+    etag: Option<String>,
+    from_legacy: bool,
+    pub imported: Vec<Imported>,
+    /// The stack's outputs by name (what the parent's row records as `Outputs.<Name>`).
+    outputs: Map<String, Value>,
+    pub children: Vec<Computed>,
+}
+
+impl Computed {
+    /// This stack, then its children depth-first: the order the records are written in.
+    pub fn flatten(mut self) -> Vec<Computed> {
+        let children = std::mem::take(&mut self.children);
+        let mut out = vec![self];
+        for c in children {
+            out.extend(c.flatten());
+        }
+        out
+    }
+
+    /// Writes the record (If-Match on the loaded ETag, If-None-Match when there was none).
+    pub async fn save(&self, env: &DeployEnv) -> Result<(), DeployError> {
+        let condition = match &self.etag {
+            Some(e) => SaveCondition::IfMatch(e),
+            None => SaveCondition::IfAbsent,
+        };
+        env.backend
+            .save(
+                &self.stack,
+                &self.region,
+                &self.state,
+                condition,
+                self.from_legacy,
+            )
+            .await
+            .map_err(|e| match e {
+                BackendError::State(e) => DeployError::Refused(format!("{}: {e}", e.code())),
+                other => Error::from(other).into(),
+            })?;
+        if self.state.outputs.is_some() {
+            env.exports
+                .update_stack(&self.region, &self.stack, &self.state)
+                .await;
+        }
+        Ok(())
+    }
+}
+
+type ComputeFuture<'a> = Pin<Box<dyn Future<Output = Result<Computed, DeployError>> + Send + 'a>>;
+
+/// Reads and resolves everything the import writes (nested children recursively, each
+/// under the lock its caller holds), writing nothing.
+pub(super) fn compute<'a>(
+    env: &'a DeployEnv,
+    target: &'a ImportTarget<'a>,
+    options: &'a ImportOptions,
+    parent: Option<&'a ParentLink>,
+) -> ComputeFuture<'a> {
+    Box::pin(compute_inner(env, target, options, parent))
+}
+
+async fn compute_inner(
+    env: &DeployEnv,
+    target: &ImportTarget<'_>,
+    options: &ImportOptions,
+    parent: Option<&ParentLink>,
+) -> Result<Computed, DeployError> {
     let (stack, region) = (target.stack_name, target.region);
     let loaded = env.backend.load(stack, region).await.map_err(|e| match e {
         BackendError::State(e) => DeployError::Refused(format!("{}: {e}", e.code())),
         other => Error::from(other).into(),
     })?;
-    let (mut state, etag, from_legacy) = match loaded {
+    let (state, etag, from_legacy) = match loaded {
         Some(l) => (l.parsed.state, Some(l.etag), l.parsed.from_legacy_key),
         None => (StackState::new(stack, region), None, false),
     };
+    let mut state = nested::link(state, parent);
     let reader = env
         .reader
         .clone()
@@ -115,6 +209,23 @@ async fn import_locked(
     let resolution = prepared.resolution.clone();
     let template = resolution.template.clone();
 
+    for id in options.nested.keys() {
+        let is_row = template
+            .resources
+            .get(id)
+            .is_some_and(|r| nested::is_nested(&r.type_));
+        if !is_row || !prepared.scope.iter().any(|s| s == id) {
+            return Err(DeployError::Refused(format!(
+                "{stack}: '{id}' is not a nested stack of the template (or its Condition is \
+                 false)"
+            )));
+        }
+        if state.resources.contains_key(id) && !options.force {
+            return Err(DeployError::Refused(format!(
+                "{stack}: '{id}' is already in state; pass --force to import it again"
+            )));
+        }
+    }
     // Every mapped id must be a resource cdkd provisions in today's template.
     for (id, physical) in &options.mapping {
         if !prepared.scope.iter().any(|s| s == id) {
@@ -149,15 +260,15 @@ async fn import_locked(
         no_wait: false,
     };
     let mut out = Vec::new();
+    let mut children = Vec::new();
     let order: Vec<String> = prepared
         .graph
         .deploy_order()
         .into_iter()
-        .filter(|id| options.mapping.contains_key(*id))
+        .filter(|id| options.mapping.contains_key(*id) || options.nested.contains_key(*id))
         .map(str::to_owned)
         .collect();
     for id in order {
-        let physical = options.mapping[&id].trim().to_string();
         let res = &template.resources[&id];
         let Some(p) = planned.get(&id) else {
             return Err(DeployError::Refused(format!(
@@ -165,6 +276,41 @@ async fn import_locked(
                 res.type_
             )));
         };
+        if let Some(child_options) = options.nested.get(&id) {
+            let snapshot = Snapshot::from_records(&env.registry, state.resources.iter());
+            let desired = resolution.properties(&snapshot, &id)?;
+            let secured = resolution.secure_fetched(&id, desired).await?;
+            let child = import_child(env, target, &id, res, &secured.sent, child_options).await?;
+            let physical_id = nested::row_physical_id(region, &env.account_id, stack, &id);
+            let attributes = child
+                .outputs
+                .iter()
+                .map(|(k, v)| (format!("Outputs.{k}"), v.clone()))
+                .collect();
+            let mut rec = new_record(
+                res,
+                p.route,
+                &p.dependencies,
+                physical_id.clone(),
+                secured.stored.clone(),
+                attributes,
+            );
+            rec.provisioned_by = Some(crate::state::ProvisionedBy::Sdk);
+            ui::info(format!(
+                "{stack}: imported {id} ({}) as nested stack {}",
+                res.type_, child.stack
+            ));
+            out.push(Imported {
+                logical_id: id.clone(),
+                resource_type: res.type_.clone(),
+                physical_id,
+                baseline_refused: None,
+            });
+            children.push(child);
+            state.resources.insert(id, rec);
+            continue;
+        }
+        let physical = options.mapping[&id].trim().to_string();
         let provider = env.registry.provider(&res.type_, p.route).ok_or_else(|| {
             DeployError::Refused(format!(
                 "{stack}: no {} provider serves {} ('{id}')",
@@ -267,10 +413,14 @@ async fn import_locked(
         });
         state.resources.insert(id, rec);
     }
-    let condition = match &etag {
-        Some(e) => SaveCondition::IfMatch(e),
-        None => SaveCondition::IfAbsent,
-    };
+    let mut outputs = Map::new();
+    if options.record_outputs {
+        let snapshot = Snapshot::from_records(&env.registry, state.resources.iter());
+        let outs = super::outputs::resolve_outputs(&resolution, &snapshot, &prepared.prune, stack);
+        outs.apply(&mut state);
+        resolution.set_reads(&mut state);
+        outputs = outs.by_name;
+    }
     let mut stored = state;
     // One more pass of the needles over the whole record, as the deploy's book does.
     let mut as_value = serde_json::to_value(&stored.resources).map_err(|e| {
@@ -280,14 +430,47 @@ async fn import_locked(
     stored.resources = serde_json::from_value(as_value).map_err(|e| {
         DeployError::Refused(format!("{stack}: the state record does not serialize: {e}"))
     })?;
-    env.backend
-        .save(stack, region, &stored, condition, from_legacy)
-        .await
-        .map_err(|e| match e {
-            BackendError::State(e) => DeployError::Refused(format!("{}: {e}", e.code())),
-            other => Error::from(other).into(),
-        })?;
-    Ok(out)
+    Ok(Computed {
+        stack: stack.to_owned(),
+        region: region.to_owned(),
+        state: stored,
+        etag,
+        from_legacy,
+        imported: out,
+        outputs,
+        children,
+    })
+}
+
+/// Computes the import of the nested row `id`'s child `{stack}~{id}` from its template in
+/// the cloud assembly, with the row's resolved `Parameters` as its parameter values.
+async fn import_child(
+    env: &DeployEnv,
+    target: &ImportTarget<'_>,
+    id: &str,
+    res: &crate::template::Resource,
+    desired: &Map<String, Value>,
+    child_options: &ImportOptions,
+) -> Result<Computed, DeployError> {
+    let stack = target.stack_name;
+    let assembly_dir = target.template_file.parent().unwrap_or(Path::new("."));
+    let template_file = nested::child_template(assembly_dir, id, res, desired)
+        .map_err(|e| DeployError::Refused(format!("{stack}: {e}")))?;
+    let child = nested::child_stack_name(stack, id);
+    let mut options = child_options.clone();
+    options.parameters = nested::child_parameters(&child, desired)
+        .map_err(|e| DeployError::Refused(format!("{stack}: '{id}': {e}")))?;
+    let link = ParentLink {
+        stack: stack.to_owned(),
+        logical_id: id.to_owned(),
+        region: target.region.to_owned(),
+    };
+    let child_target = ImportTarget {
+        stack_name: &child,
+        region: target.region,
+        template_file: &template_file,
+    };
+    compute(env, &child_target, &options, Some(&link)).await
 }
 
 /// Template parameters bound from their Default: no override names them for this stack.
