@@ -114,12 +114,6 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         ..DeployOptions::default()
     };
 
-    if args.replace {
-        ui::warn(
-            "--replace: the delete-first fallback is not in this build yet; a replacement \
-             creates the new resource first, and a name collision fails the resource",
-        );
-    }
     if args.dry_run {
         return dry_run_all(&env, &stacks, &options).await;
     }

@@ -20,6 +20,7 @@ use super::{book::StateBook, lookup::provisioned_by};
 use crate::aws::Clients;
 use crate::plan::ChangeKind;
 use crate::provider::{Provider, ProviderContext, Registry, ResourceRequest, Route, UpdateOutcome};
+use crate::resolve::ResolveErrorKind;
 use crate::state::ResourceState;
 
 /// Everything the tasks of one stack's deploy share.
@@ -57,6 +58,16 @@ impl Run {
         }
     }
 
+    /// `--replace`: a replacement whose name the old resource holds deletes the old one first.
+    fn replace_first(&self) -> bool {
+        self.nested.options.replace
+    }
+
+    /// `--strict-getatt`: an attribute the provider did not report fails the resource.
+    pub fn strict_getatt(&self) -> bool {
+        self.nested.options.strict_getatt
+    }
+
     fn provider(&self, resource_type: &str, route: Route) -> Result<Arc<dyn Provider>, String> {
         self.registry
             .provider(resource_type, route)
@@ -86,11 +97,9 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
 
     // Resolve against the records of what it references, as they are now.
     let targets = referenced_ids(&res.properties);
-    let records = run.book.records(&targets).await;
-    let snapshot = Snapshot::from_records(&run.registry, records.iter().map(|(k, v)| (k, v)));
-    let desired = match run.resolution.properties(&snapshot, &id) {
+    let desired = match resolve_reading(&run, &id, &targets).await {
         Ok(d) => d,
-        Err(e) => return fail(done, e.to_string()),
+        Err(message) => return fail(done, message),
     };
     // Dynamic references substituted for AWS; secret and NoEcho positions kept for state.
     let secured = match run.resolution.secure_fetched(&id, desired).await {
@@ -148,6 +157,104 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
     }
 }
 
+/// The resolved properties of `id` against the records of `targets` as they are now. A
+/// `Fn::GetAtt` of an attribute the resource's provider did not report is read from AWS (the
+/// resource read back, the attribute added to its record) and the resolution retried; with
+/// `--strict-getatt` it fails the resource instead.
+async fn resolve_reading(
+    run: &Run,
+    id: &str,
+    targets: &[String],
+) -> Result<Map<String, Value>, String> {
+    let mut read: Vec<(String, String)> = Vec::new();
+    loop {
+        let records = run.book.records(targets).await;
+        let snapshot = Snapshot::from_records(&run.registry, records.iter().map(|(k, v)| (k, v)));
+        let e = match run.resolution.properties(&snapshot, id) {
+            Ok(d) => return Ok(d),
+            Err(e) => e,
+        };
+        let ResolveErrorKind::AttributeUnavailable {
+            resource,
+            attribute,
+        } = &e.kind
+        else {
+            return Err(e.to_string());
+        };
+        let Some(record) = records
+            .into_iter()
+            .find(|(k, r)| k == resource && r.physical_id.is_some())
+            .map(|(_, r)| r)
+        else {
+            return Err(e.to_string());
+        };
+        if run.strict_getatt() {
+            return Err(format!(
+                "{e}: the provider of {resource} did not report {attribute}, and \
+                 --strict-getatt fails the resource instead of reading it from AWS"
+            ));
+        }
+        let key = (resource.clone(), attribute.clone());
+        if read.contains(&key) {
+            return Err(format!(
+                "{e}: neither its provider reported it nor reading {resource} back found it"
+            ));
+        }
+        read_attribute(run, resource, record, attribute).await?;
+        read.push(key);
+    }
+}
+
+/// Reads `resource` back and, when AWS reports `attribute` (as an attribute, else as a
+/// property at that dotted path), records it among the record's attributes.
+async fn read_attribute(
+    run: &Run,
+    resource: &str,
+    mut record: ResourceState,
+    attribute: &str,
+) -> Result<(), String> {
+    let Some(physical_id) = record.physical_id.clone() else {
+        return Ok(());
+    };
+    let Some((_, provider)) = super::lookup::record_provider(&run.registry, &record) else {
+        return Ok(());
+    };
+    let ctx = run.provider_context();
+    let req = ResourceRequest {
+        logical_id: resource,
+        resource_type: &record.resource_type,
+        properties: &record.properties,
+        client_token: None,
+    };
+    let mut found = match provider.import(&ctx, &req, &physical_id).await {
+        Ok(made) => made.attributes.get(attribute).cloned(),
+        Err(e) => {
+            tracing::debug!("reading {resource} back for {attribute}: {e}");
+            None
+        }
+    };
+    if found.is_none() {
+        if let Ok(Some(props)) = provider.read(&ctx, &req, &physical_id).await {
+            let mut at = Some(Value::Object(props));
+            for part in attribute.split('.') {
+                at = at.and_then(|v| v.get(part).cloned());
+            }
+            found = at;
+        }
+    }
+    let Some(value) = found else {
+        return Ok(());
+    };
+    crate::ui::info(format!(
+        "  {resource}: {attribute} was not reported by its provider; read it from AWS"
+    ));
+    let mut attributes = record.attributes.take().unwrap_or_default();
+    attributes.insert(attribute.to_owned(), value);
+    record.attributes = Some(attributes);
+    run.book.put(resource, Some(record)).await;
+    Ok(())
+}
+
 fn replace_reason(planned: &Planned) -> String {
     planned
         .change
@@ -167,7 +274,16 @@ async fn create(
     desired: Map<String, Value>,
     old: Option<&ResourceState>,
 ) -> Result<(), String> {
-    create_replacing(run, id, res, planned, desired, old, old).await
+    create_replacing(run, id, res, planned, desired, old, old)
+        .await
+        .map_err(|f| f.message)
+}
+
+/// A create that failed: its message, and whether the service answered that the resource
+/// already exists (for a replacement, usually a name the old resource still holds).
+struct CreateFailed {
+    message: String,
+    taken: bool,
 }
 
 /// [`create`], where `previous` is the record the new resource replaces (also when the old
@@ -180,11 +296,15 @@ async fn create_replacing(
     desired: Map<String, Value>,
     old: Option<&ResourceState>,
     previous: Option<&ResourceState>,
-) -> Result<(), String> {
-    let provider = run.provider(&res.type_, planned.route)?;
+) -> Result<(), CreateFailed> {
+    let plain = |message: String| CreateFailed {
+        message,
+        taken: false,
+    };
+    let provider = run.provider(&res.type_, planned.route).map_err(plain)?;
     let ctx = run.provider_context();
     if let Some(refusal) = run.tokens.refusal(id, &res.type_).await {
-        return Err(refusal);
+        return Err(plain(refusal));
     }
     let replacing = previous.and_then(|o| o.physical_id.as_deref());
     let token = run.tokens.token_for(id, replacing).await;
@@ -204,7 +324,10 @@ async fn create_replacing(
                 if !matches!(e, crate::provider::ProviderError::Timeout { .. }) {
                     run.tokens.spend(id).await;
                 }
-                return Err(provider_message(&e, id, &res.type_));
+                return Err(CreateFailed {
+                    message: provider_message(&e, id, &res.type_),
+                    taken: super::adopt::is_already_exists(&e),
+                });
             }
         };
     let rec = new_record(
@@ -271,7 +394,9 @@ async fn update(
     }
 }
 
-/// Creates the new resource first; the old one is deleted after the walk (or retained).
+/// Creates the new resource first; the old one is deleted after the walk (or retained). When
+/// the new one cannot be created beside the old one because the old one holds its name,
+/// `--replace` deletes the old one first ([`delete_first`]).
 async fn replace(
     run: &Run,
     id: &str,
@@ -286,7 +411,24 @@ async fn replace(
         return Err(stateful_refusal(id, &old.resource_type, why));
     }
     let keep_aside = (!retain).then_some(&old);
-    create_replacing(run, id, res, planned, desired, keep_aside, Some(&old)).await?;
+    let first = create_replacing(
+        run,
+        id,
+        res,
+        planned,
+        desired.clone(),
+        keep_aside,
+        Some(&old),
+    )
+    .await;
+    match first {
+        Ok(()) => {}
+        Err(f) if f.taken && holds_same_name(&res.type_, &desired, &old) => {
+            delete_first(run, id, res, planned, desired, &old, retain, &f.message).await?;
+            return Ok(Action::Replaced);
+        }
+        Err(f) => return Err(f.message),
+    }
     if retain {
         run.tokens.release(id).await;
     }
@@ -295,6 +437,87 @@ async fn replace(
     } else {
         Action::Replaced
     })
+}
+
+/// Whether the old resource holds the name the new one asks for: its physical id, or a
+/// create-only / identifying string property, equals the desired value.
+fn holds_same_name(resource_type: &str, desired: &Map<String, Value>, old: &ResourceState) -> bool {
+    let Some(schema) = crate::provider::schema::schema_for(resource_type) else {
+        // An unknown type: the service said the name is taken, and the old one is the
+        // likeliest holder.
+        return true;
+    };
+    let identifying = schema.primary_identifier.iter().map(String::as_str).chain(
+        schema
+            .create_only
+            .iter()
+            .filter(|p| p.is_top_level())
+            .map(|p| p.top_level()),
+    );
+    identifying.into_iter().any(|key| {
+        let Some(Value::String(want)) = desired.get(key) else {
+            return false;
+        };
+        old.physical_id.as_deref() == Some(want.as_str())
+            || old.properties.get(key).and_then(Value::as_str) == Some(want.as_str())
+    })
+}
+
+/// The `--replace` fallback of a replacement whose new resource collided with the old one's
+/// name: the old resource is deleted (its record dropped, since it is gone), then the new one
+/// is created. The journal records the replacement with `oldDeletedBeforeCreate`, so a
+/// rollback deletes the new one before it re-creates the old one. Without `--replace`, or
+/// when `UpdateReplacePolicy: Retain` keeps the old resource, it fails saying why.
+#[allow(clippy::too_many_arguments)]
+async fn delete_first(
+    run: &Run,
+    id: &str,
+    res: &crate::template::Resource,
+    planned: &Planned,
+    desired: Map<String, Value>,
+    old: &ResourceState,
+    retain: bool,
+    collision: &str,
+) -> Result<(), String> {
+    let pid = old.physical_id.as_deref().unwrap_or("no physical id");
+    let what = &old.resource_type;
+    if !run.replace_first() {
+        return Err(format!(
+            "{collision} — the replacement cannot be created beside the old {what} ({pid}), \
+             which holds its name; pass --replace to delete the old one first and create it \
+             again, or give the resource a new name"
+        ));
+    }
+    if retain {
+        return Err(format!(
+            "{collision} — UpdateReplacePolicy: Retain keeps the old {what} ({pid}), which holds \
+             the new one's name, so --replace does not delete it first; give the resource a new \
+             name, or remove the policy"
+        ));
+    }
+    crate::ui::info(format!(
+        "  {id} {what}: --replace: deleting the old resource {pid} first (it holds the new \
+         one's name)"
+    ));
+    run.oplog.deleted_first(id);
+    let ctx = run.provider_context();
+    let (_, deleted) = super::delete::delete_recorded(&run.registry, &ctx, id, old).await;
+    if let Err(e) = deleted {
+        return Err(format!(
+            "{collision} — --replace could not delete the old {what} ({pid}) first: {e}"
+        ));
+    }
+    // The old resource is gone: state must not name it any more.
+    run.book.put(id, None).await;
+    create_replacing(run, id, res, planned, desired, None, Some(old))
+        .await
+        .map_err(|f| {
+            format!(
+                "the old {what} ({pid}) was deleted (--replace) but the new one could not be \
+                 created: {}",
+                f.message
+            )
+        })
 }
 
 /// A provider error without the `LogicalId (Type): ` prefix its message starts with (the

@@ -116,8 +116,17 @@ pub(super) async fn after_failure(
         ctx: run.provider_context(),
         book: &run.book,
         orphan: false,
+        backend: &env.backend,
+        exports: Some(env.exports.as_ref()),
     };
-    let reverted = reverter.revert(&segment.operations, &[]).await;
+    let mut reverted = reverter.revert(&segment.operations, &[]).await;
+    // A replacement `--replace` deleted the old resource of before its create failed: the
+    // old one is created again.
+    let recreated = reverter
+        .recreate_deleted_first(&segment.failed_operations)
+        .await;
+    reverted.reverted.extend(recreated.reverted);
+    reverted.failures.extend(recreated.failures);
     run.tokens.forget(&reverted.deleted_creates).await;
     for id in &reverted.released {
         run.tokens.release(id).await;

@@ -266,7 +266,11 @@ async fn deploy_locked(
         let snapshot = Snapshot::from_records(&env.registry, state.resources.iter());
         let outs =
             outputs::resolve_outputs(&prepared.resolution, &snapshot, &prepared.prune, stack);
-        if outs.recorded_in(&state) && prepared.resolution.reads_recorded_in(&state) {
+        let strict_refuses = options.strict_getatt && !outs.skipped.is_empty();
+        if outs.recorded_in(&state)
+            && prepared.resolution.reads_recorded_in(&state)
+            && !strict_refuses
+        {
             remember_plaintext(env, stack, region, &outs);
             report.tally.unchanged = plan.planned.len();
             report.outputs = outs.by_name;
@@ -337,8 +341,20 @@ async fn deploy_locked(
         }
     })
     .await;
-    let deploy_ok = outcome.is_success();
+    let mut deploy_ok = outcome.is_success();
     absorb(&mut report, outcome);
+    if deploy_ok && options.strict_getatt {
+        // --strict-getatt: an output that does not resolve fails the deploy (and rolls it
+        // back) instead of being skipped.
+        let current = run.book.state().await;
+        let snapshot = Snapshot::from_records(&env.registry, current.resources.iter());
+        if let Some((name, message)) =
+            outputs::strict_failure(&prepared.resolution, &snapshot, &prepared.prune)
+        {
+            report.failures.push((format!("Outputs.{name}"), message));
+            deploy_ok = false;
+        }
+    }
     report.critical_path = CriticalChain::of(&prepared.graph, &report.resources);
     match &options.progress {
         Some(p) => p.not_run(

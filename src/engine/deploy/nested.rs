@@ -166,6 +166,10 @@ pub(super) async fn provision(
             (rec, action)
         }
     };
+    if action == Action::Created {
+        // Journaled so a rollback of this run destroys the child it created.
+        run.oplog.completed(id, &res.type_, &record, None, true);
+    }
     run.book.put(id, Some(record)).await;
     Ok(action)
 }

@@ -7,13 +7,17 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use crate::state::journal::{FailedOperation, OpKind, Operation, Segment};
+use crate::state::journal::{
+    FailedOperation, OpKind, Operation, Segment, OLD_DELETED_BEFORE_CREATE,
+};
 use crate::state::ResourceState;
 
 #[derive(Default)]
 pub(crate) struct OpLog {
     done: Mutex<Vec<Operation>>,
     failed: Mutex<Vec<FailedOperation>>,
+    /// Ids whose old resource `--replace` deleted before creating the new one.
+    deleted_first: Mutex<Vec<String>>,
 }
 
 fn now_ms() -> u64 {
@@ -30,6 +34,23 @@ pub(crate) fn journal_safe(template_properties: &Value) -> bool {
 }
 
 impl OpLog {
+    /// `--replace` deleted the old resource of `logical_id` before creating the new one: its
+    /// operation (completed or failed) records `oldDeletedBeforeCreate`.
+    pub fn deleted_first(&self, logical_id: &str) {
+        self.deleted_first
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(logical_id.to_owned());
+    }
+
+    fn was_deleted_first(&self, logical_id: &str) -> bool {
+        self.deleted_first
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|id| id == logical_id)
+    }
+
     /// A create (`previous` = `None`) or an update / replacement of `previous`.
     pub fn completed(
         &self,
@@ -39,6 +60,8 @@ impl OpLog {
         previous: Option<&ResourceState>,
         old_alive: bool,
     ) {
+        let deleted_first = previous.is_some() && self.was_deleted_first(logical_id);
+        let old_alive = old_alive && !deleted_first;
         let op = Operation {
             kind: if previous.is_some() {
                 OpKind::Update
@@ -51,7 +74,7 @@ impl OpLog {
             previous: previous.cloned(),
             previous_resource_type: previous.map(|p| p.resource_type.clone()),
             old_resource_retained: previous.map(|_| old_alive),
-            old_deleted_before_create: previous.map(|_| false),
+            old_deleted_before_create: previous.map(|_| deleted_first),
             extra: Map::new(),
         };
         self.done.lock().unwrap_or_else(|p| p.into_inner()).push(op);
@@ -67,6 +90,10 @@ impl OpLog {
         attempted: Option<Map<String, Value>>,
         error: &str,
     ) {
+        let mut extra = Map::new();
+        if previous.is_some() && self.was_deleted_first(logical_id) {
+            extra.insert(OLD_DELETED_BEFORE_CREATE.into(), Value::Bool(true));
+        }
         let op = FailedOperation {
             kind: if previous.is_some() {
                 OpKind::Update
@@ -79,7 +106,7 @@ impl OpLog {
             previous,
             attempted_properties: attempted,
             error: Some(error.to_owned()),
-            extra: Map::new(),
+            extra,
         };
         self.failed
             .lock()

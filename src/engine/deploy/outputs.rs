@@ -145,6 +145,33 @@ pub(super) fn resolve_outputs(
     out
 }
 
+/// `--strict-getatt`: the first output that does not resolve against `snapshot`, as (name,
+/// message); the deploy then fails instead of skipping the output (state-schema,
+/// skippedOutputs). `None` when every output resolves.
+pub(super) fn strict_failure(
+    resolution: &Resolution,
+    snapshot: &Snapshot,
+    prune: &PruneReport,
+) -> Option<(String, String)> {
+    for name in resolution.template.outputs.keys() {
+        if prune.is_output_skipped(name) {
+            continue;
+        }
+        let resolved = resolution.output(snapshot, name).and_then(|r| match r {
+            None => Ok(()),
+            Some(r) => resolution.substitute(&r.value, "").map(|_| ()),
+        });
+        if let Err(e) = resolved {
+            let message = format!(
+                "output {name} could not be resolved ({e}); --strict-getatt fails the deploy \
+                 instead of skipping the output"
+            );
+            return Some((name.clone(), resolution.redactor.mask_text(&message)));
+        }
+    }
+    None
+}
+
 /// The export name of output `name` with its dynamic references substituted, or `None` (with
 /// a warning that never shows a secret) when the name may not be published.
 fn checked_export_name(

@@ -126,6 +126,8 @@ async fn replay_locked(
         },
         book: &book,
         orphan: options.orphan,
+        backend: &env.backend,
+        exports: None,
     };
 
     let mut report = ReplayReport::default();
@@ -138,6 +140,11 @@ async fn replay_locked(
         let mut done: Reverted = reverter
             .revert(&segment.operations, &segment.superseded_logical_ids)
             .await;
+        let recreated = reverter
+            .recreate_deleted_first(&segment.failed_operations)
+            .await;
+        done.reverted.extend(recreated.reverted);
+        done.failures.extend(recreated.failures);
         if options.revert_failed {
             let failed = reverter.revert_failed(&segment.failed_operations).await;
             done.reverted.extend(failed.reverted);

@@ -4,11 +4,15 @@
 //! Operations are reverted newest first, one at a time (a resource completes after everything
 //! it reads, so the reverse of completion order deletes readers before what they read):
 //! - a CREATE is deleted (its record dropped); `DeletionPolicy: Retain` keeps the resource and
-//!   drops the record, rotating the create-token ledger's nonce;
+//!   drops the record, rotating the create-token ledger's nonce; a created nested-stack row
+//!   destroys its child stack (resources, then the `{parent}~{id}` record);
 //! - an in-place UPDATE is sent back to the previous record's properties and that record
 //!   restored;
 //! - a replacement (an UPDATE to another physical resource, the old one still alive) deletes
-//!   the new resource and restores the old record.
+//!   the new resource and restores the old record;
+//! - a replacement whose old resource was deleted before the new one was created
+//!   (`oldDeletedBeforeCreate`, `--replace`) deletes the new resource, then creates the old
+//!   one again from its previous record (also for such a replacement that failed).
 //!
 //! Each step updates the state book (written behind, like a deploy's saves), so an interrupted
 //! rollback leaves a record of what it undid, and the journal segment it replays stays until
@@ -19,10 +23,15 @@ use crate::state::journal::{FailedOperation, OpKind, Operation};
 use crate::state::ResourceState;
 use crate::ui;
 
+use std::sync::Arc;
+
 use super::book::StateBook;
 use super::delete::delete_recorded;
 use super::execute::provider_message;
 use super::lookup::record_provider;
+use super::nested::{destroy_child, is_nested};
+use crate::state::backend::S3Backend;
+use crate::state::exports::ExportIndexStore;
 
 /// What a revert did.
 #[derive(Debug, Default, Clone)]
@@ -50,6 +59,11 @@ pub(crate) struct Reverter<'a> {
     pub book: &'a StateBook,
     /// `cdkd rollback --orphan`: drop created resources from state instead of deleting them.
     pub orphan: bool,
+    /// Where nested children's records live: a created nested-stack row is reverted by
+    /// destroying its child stack.
+    pub backend: &'a Arc<S3Backend>,
+    /// The exports index, when the caller has one: a destroyed child's exports leave it.
+    pub exports: Option<&'a ExportIndexStore>,
 }
 
 impl Reverter<'_> {
@@ -86,8 +100,10 @@ impl Reverter<'_> {
             let Some(previous) = f.previous.as_ref() else {
                 continue; // a failed create recorded nothing: nothing to revert
             };
-            if f.attempted_properties.is_none() {
-                continue; // AWS provably did not apply it
+            if f.attempted_properties.is_none() || f.old_deleted_before_create() {
+                // AWS provably did not apply it; or its old resource is gone, which
+                // `recreate_deleted_first` handles.
+                continue;
             }
             match self.restore_in_place(&f.logical_id, previous).await {
                 Ok(()) => {
@@ -101,6 +117,72 @@ impl Reverter<'_> {
             }
         }
         out
+    }
+
+    /// Failed replacements whose old resource `--replace` deleted before the new one could be
+    /// created: each old resource is re-created from its previous record (unless state records
+    /// the id again, i.e. an earlier rollback already did).
+    pub async fn recreate_deleted_first(&self, failed: &[FailedOperation]) -> Reverted {
+        let mut out = Reverted::default();
+        for f in failed.iter().rev() {
+            let Some(previous) = f.previous.as_ref() else {
+                continue;
+            };
+            if !f.old_deleted_before_create() || self.book.record(&f.logical_id).await.is_some() {
+                continue;
+            }
+            let id = &f.logical_id;
+            match self.recreate(id, previous).await {
+                Ok(()) => {
+                    ui::info(format!(
+                        "  ↩ {id} {} re-created as it was (--replace had deleted it before its \
+                         replacement failed)",
+                        previous.resource_type
+                    ));
+                    out.reverted.push(id.clone());
+                }
+                Err(why) => {
+                    ui::info(format!(
+                        "  ✗ {id} {} not re-created: {why}",
+                        previous.resource_type
+                    ));
+                    out.failures.push((id.clone(), why));
+                }
+            }
+        }
+        out
+    }
+
+    /// Creates the resource `previous` records again and restores that record with the new
+    /// physical id and attributes.
+    async fn recreate(&self, id: &str, previous: &ResourceState) -> Result<(), String> {
+        if holds_mask(&previous.properties) {
+            return Err(
+                "its previous properties hold a masked secret or NoEcho value, which a \
+                 rollback cannot send; re-deploy the previous version of the app instead"
+                    .into(),
+            );
+        }
+        let Some((_, provider)) = record_provider(self.registry, previous) else {
+            return Err(format!("no provider serves {}", previous.resource_type));
+        };
+        let req = ResourceRequest {
+            logical_id: id,
+            resource_type: &previous.resource_type,
+            properties: &previous.properties,
+            client_token: None,
+        };
+        let made = provider
+            .create(&self.ctx, &req)
+            .await
+            .map_err(|e| provider_message(&e, id, &previous.resource_type))?;
+        let mut rec = previous.clone();
+        rec.physical_id = Some(made.physical_id);
+        let mut attributes = previous.attributes.clone().unwrap_or_default();
+        attributes.extend(made.attributes);
+        rec.attributes = Some(attributes);
+        self.book.put(id, Some(rec)).await;
+        Ok(())
     }
 
     async fn revert_one(&self, op: &Operation, out: &mut Reverted) -> Result<&'static str, String> {
@@ -131,11 +213,34 @@ impl Reverter<'_> {
                         "retained in AWS (DeletionPolicy), removed from state"
                     });
                 }
+                if is_nested(&target.resource_type) {
+                    self.destroy_child(id).await?;
+                    self.book.put(id, None).await;
+                    out.deleted_creates.push(id.to_owned());
+                    return Ok("deleted (its nested stack destroyed)");
+                }
                 let (_, result) = delete_recorded(self.registry, &self.ctx, id, &target).await;
                 result?;
                 self.book.put(id, None).await;
                 out.deleted_creates.push(id.to_owned());
                 Ok("deleted")
+            }
+            (OpKind::Update, Some(previous)) if op.old_deleted_before_create == Some(true) => {
+                // The old resource was deleted before the new one was created (`--replace`):
+                // the new one goes first, so the name they share is free for the old one.
+                let new_alive = current
+                    .as_ref()
+                    .filter(|c| c.physical_id == op.physical_id && c.physical_id.is_some());
+                if let Some(new) = new_alive {
+                    let (_, result) = delete_recorded(self.registry, &self.ctx, id, new).await;
+                    result?;
+                    self.book.put(id, None).await;
+                }
+                self.recreate(id, previous).await?;
+                Ok(
+                    "re-created as it was (it had been deleted before its replacement was \
+                    created; the new one deleted first)",
+                )
             }
             (OpKind::Update, Some(previous)) if op.is_replacement() => {
                 let new_alive = current
@@ -160,6 +265,18 @@ impl Reverter<'_> {
                 Ok("restored to its previous properties")
             }
         }
+    }
+
+    /// Destroys the nested child `{stack}~{id}` of a created row: its resources, then its
+    /// state record (and its exports, when the exports index is at hand).
+    async fn destroy_child(&self, id: &str) -> Result<(), String> {
+        let (stack, region) = (self.ctx.stack_name, self.ctx.region);
+        destroy_child(self.backend, self.registry, &self.ctx, stack, id, region).await?;
+        if let Some(exports) = self.exports {
+            let child = super::nested::child_stack_name(stack, id);
+            let _ = exports.remove_stack(region, &child).await;
+        }
+        Ok(())
     }
 
     /// Sends `previous.properties` to the resource `previous` names and restores the record.
