@@ -6,7 +6,8 @@
 //! YAML with its short-form tags (`!Ref`, `!Sub`, `!GetAtt`, `!Join`, ...) kept as tags, so the
 //! document CloudFormation gets back differs from what it holds only by the edits made here.
 //! YAML comments and the original quoting style are not kept (the YAML library does not
-//! expose them); values and tags are.
+//! expose them); values and tags are, and `codec_yaml` quotes every string a YAML 1.1
+//! reader (CloudFormation's) could take for something else.
 
 use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
@@ -228,9 +229,7 @@ impl SourceTemplate {
             Doc::Json(map) => {
                 serde_json::to_string_pretty(map).map_err(|e| CodecError::Render(e.to_string()))
             }
-            Doc::Yaml(map) => {
-                serde_norway::to_string(map).map_err(|e| CodecError::Render(e.to_string()))
-            }
+            Doc::Yaml(map) => super::codec_yaml::render(map).map_err(CodecError::Render),
         }
     }
 }

@@ -43,7 +43,8 @@ fn yaml_short_tags_survive_a_round_trip_and_the_injection() {
     assert!(t.set_template_url("Child", "https://s3.us-east-1.amazonaws.com/b/k.yaml"));
     let text = t.render().unwrap();
     for tag in [
-        "!Sub '${AWS::StackName}-${Env}-queue'",
+        "!Sub \"${AWS::StackName}-${Env}-queue\"",
+        "AWSTemplateFormatVersion: \"2010-09-09\"",
         "!Join",
         "!Ref Env",
         "!GetAtt Queue.QueueName",

@@ -15,6 +15,7 @@
 //! `Resources.MyBucket.Type` for structural ones).
 
 pub mod codec;
+mod codec_yaml;
 mod error;
 mod model;
 mod parse;
