@@ -1,5 +1,6 @@
 //! `cdkd scrub`: selects stacks, hands each to the scrub engine in turn, prints the per-stack
-//! summary and returns the exit status (0 clean, 1 findings under `--fail`, 2 could not
+//! summary (or, with `--json`, one JSON document on stdout; warnings stay on stderr) and
+//! returns the exit status (0 clean, 1 findings under `--fail`, 2 could not
 //! finish).
 
 use std::sync::Arc;
@@ -35,7 +36,16 @@ pub async fn run(session: &Session, args: &ScrubArgs) -> Result<ExitStatus> {
     );
     let backend = Arc::new(session.state_backend().await?);
     let reader = Arc::new(ExternalReader::new(clients.clone(), backend.clone(), None));
-    let env = ScrubEnv { backend, reader };
+    let run = crate::engine::scrub::across::RunContext::from_assembly(
+        &assembly,
+        &stacks,
+        clients.default_region().as_deref(),
+    );
+    let env = ScrubEnv {
+        backend,
+        reader,
+        run: Arc::new(run),
+    };
     let options = ScrubOptions {
         dry_run: args.dry_run,
         purge_history: args.purge_history,
@@ -71,12 +81,18 @@ pub async fn run(session: &Session, args: &ScrubArgs) -> Result<ExitStatus> {
         outcomes.push(scrub_stack(&env, &target, options).await);
     }
 
-    for o in &outcomes {
+    for o in outcomes.iter().flat_map(StackOutcome::flattened) {
         let (warnings, summary) = o.lines();
         for w in warnings {
             ui::warn(w);
         }
-        ui::output(summary);
+        if !args.json {
+            ui::output(summary);
+        }
+    }
+    if args.json {
+        let doc = crate::engine::scrub::report::json_document(&outcomes, args.fail);
+        ui::output(serde_json::to_string_pretty(&doc).unwrap_or_default());
     }
     Ok(match exit_code(&outcomes, args.fail) {
         0 => ExitStatus::Success,

@@ -7,12 +7,20 @@
 //! rather than laundered; under `--dry-run` the readable half is audited and the run still
 //! exits 2. See the scrub spec for the rules; [`report`] renders the summary.
 
+pub mod across;
+pub mod conditions;
+pub mod cross;
+pub mod exports;
+pub mod keys;
 pub mod learn;
+pub mod main_pass;
+pub mod nested;
+pub mod position;
+pub mod position_paths;
 pub mod readers;
 pub mod report;
 pub mod rewrite;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -28,6 +36,8 @@ pub use rewrite::Rewrite;
 pub struct ScrubEnv {
     pub backend: Arc<S3Backend>,
     pub reader: Arc<ExternalReader>,
+    /// The app, the targets and what stacks hand each other (`across`).
+    pub run: Arc<across::RunContext>,
 }
 
 /// One stack to scrub.
@@ -53,6 +63,7 @@ pub async fn scrub_stack(
     let mut outcome = StackOutcome::new(target.stack_name, target.region);
     if options.dry_run {
         scrub_locked(env, target, options, &mut outcome).await;
+        across::after_stack(env, target, options, &mut outcome).await;
         return outcome;
     }
     let lock = match env
@@ -67,6 +78,7 @@ pub async fn scrub_stack(
         }
     };
     scrub_locked(env, target, options, &mut outcome).await;
+    across::after_stack(env, target, options, &mut outcome).await;
     lock.release_and_warn().await;
     outcome
 }
@@ -78,6 +90,7 @@ async fn scrub_locked(
     outcome: &mut StackOutcome,
 ) {
     let (stack, region) = (target.stack_name, target.region);
+    outcome.dry_run = options.dry_run;
     let loaded = if options.dry_run {
         env.backend.load_for_reading(stack, region).await
     } else {
@@ -110,43 +123,14 @@ async fn scrub_locked(
     }
     let original = loaded.parsed.state.clone();
     let raw_record = serde_json::to_value(&original).unwrap_or(Value::Null);
-    let learned = learn::learn(&env.reader, region, target.template, &raw_record).await;
+    let mut learned = learn::learn(&env.reader, region, target.template, &raw_record).await;
+    across::before_main_pass(env, target, &original, &mut learned.needles, outcome).await;
     outcome.unresolved = learned.unresolved.clone();
 
-    let declared: BTreeSet<String> = target
-        .template
-        .get("Outputs")
-        .and_then(Value::as_object)
-        .map(|o| o.keys().cloned().collect())
-        .unwrap_or_default();
-    let undeclared: Vec<String> = original
-        .outputs
-        .as_ref()
-        .map(|o| {
-            o.keys()
-                .filter(|k| !declared.contains(*k))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
-    let read_elsewhere = if undeclared.is_empty() || learned.needles.is_empty() {
-        BTreeSet::new()
-    } else {
-        match readers::output_keys_read_elsewhere(&env.backend, stack, region).await {
-            Ok(read) => read,
-            Err(e) => {
-                outcome.refuse(format!(
-                    "SCRUB_DROPPED_OUTPUT_READERS_UNVERIFIED: {e}; the undeclared outputs were \
-                     kept"
-                ));
-                undeclared.iter().cloned().collect()
-            }
-        }
-    };
-
     let mut state = original.clone();
-    let change = rewrite::rewrite(&mut state, &learned.needles, &declared, &read_elsewhere);
+    let (learned, change) = main_pass::run(env, target, &mut state, learned, outcome).await;
     outcome.rewrite = change.clone();
+    across::after_rewrite(&mut state, &learned.needles, outcome);
     let changed = state != original;
     if options.dry_run {
         outcome.verdict = if changed {
