@@ -237,12 +237,16 @@ async fn a_nested_child_is_scrubbed_with_the_secret_its_parent_passes() {
     let app = App::new("cdkd-scrubx");
     let plain = "Pl41nNestedSecret";
     let reference = secret(plain).await;
+    // The child's own secret: only the child's scrub knows it, so the parent's mirror of the
+    // child's output is rewritten by the nested pass, not by the parent's own.
+    let own_plain = "Pl41nChildOwnSecret";
+    let own_reference = secret(own_plain).await;
     let parent = name("parent");
     let child = format!("{parent}~Child");
     let child_template = json!({
         "Parameters": {"DbPass": {"Type": "String"}},
-        "Resources": {"Inner": param(json!({"Ref": "DbPass"}))},
-        "Outputs": {"Echo": {"Value": {"Fn::Sub": "pw=${DbPass}"}}}
+        "Resources": {"Inner": param(json!({"Ref": "DbPass"})), "Own": param(json!(own_reference))},
+        "Outputs": {"Echo": {"Value": {"Fn::Sub": "pw=${DbPass}"}}, "OwnPw": {"Value": own_reference}}
     });
     std::fs::write(
         app.dir.path().join("child.nested.template.json"),
@@ -264,14 +268,14 @@ async fn a_nested_child_is_scrubbed_with_the_secret_its_parent_passes() {
             "resourceType": "AWS::CloudFormation::Stack",
             "properties": {"TemplateURL": "https://example.invalid/child.json",
                            "Parameters": {"DbPass": plain}},
-            "attributes": {"Outputs.Echo": format!("pw={plain}")}
+            "attributes": {"Outputs.Echo": format!("pw={plain}"), "Outputs.OwnPw": own_plain}
         }},
         "outputs": {}, "lastModified": 1});
     put(&app, &state_key(&parent), &parent_record).await;
     let mut child_record = record(
         &child,
-        &[("Inner", plain)],
-        json!({"Echo": format!("pw={plain}")}),
+        &[("Inner", plain), ("Own", own_plain)],
+        json!({"Echo": format!("pw={plain}"), "OwnPw": own_plain}),
     );
     child_record["parentStack"] = json!(parent);
     child_record["parentLogicalId"] = json!("Child");
@@ -282,14 +286,22 @@ async fn a_nested_child_is_scrubbed_with_the_secret_its_parent_passes() {
     let (code, text) = scrub(&app, &[&parent, "--dry-run", "--fail"]);
     assert_eq!(code, 1, "the child's plaintext is found through its parent");
     assert!(text.contains(&child), "the child has its own line: {text}");
+    assert!(
+        text.contains("would scrub 1 nested-stack output attribute(s)"),
+        "{text}"
+    );
     assert_eq!(
         app.every_object_version().await,
         before,
         "--dry-run wrote nothing"
     );
 
-    let (code, _) = scrub(&app, &[&parent]);
+    let (code, text) = scrub(&app, &[&parent]);
     assert_eq!(code, 0, "the real run");
+    assert!(
+        text.contains("Scrubbed 1 nested-stack output attribute(s)"),
+        "{text}"
+    );
     let child_after = get(&app, &state_key(&child)).await;
     assert_eq!(
         child_after["resources"]["Inner"]["properties"]["Value"],
@@ -304,7 +316,14 @@ async fn a_nested_child_is_scrubbed_with_the_secret_its_parent_passes() {
         json!(echo),
         "the parent's mirror of the child output"
     );
-    assert_nowhere(&app.every_object_version().await, plain);
+    assert_eq!(
+        parent_after["resources"]["Child"]["attributes"]["Outputs.OwnPw"],
+        json!(own_reference),
+        "rewritten to the child's output by the nested pass"
+    );
+    let versions = app.every_object_version().await;
+    assert_nowhere(&versions, plain);
+    assert_nowhere(&versions, own_plain);
     let (code, text) = scrub(&app, &[&parent, "--dry-run", "--fail"]);
     assert_eq!(code, 0, "clean afterwards: {text}");
 }

@@ -223,17 +223,27 @@ async fn parent_output_attributes(
     }
     let child_outputs = child_state.outputs.clone().unwrap_or_default();
     let (stack, region) = (target.stack_name, target.region);
-    let loaded = match env.backend.load_for_reading(stack, region).await {
-        Ok(Some(l)) => l,
-        Ok(None) => return,
-        Err(e) => {
-            outcome.fail(format!(
-                "re-reading the record for its nested-stack output attributes failed: {e}"
-            ));
-            return;
+    // A dry run wrote nothing: judge the record its own pass WOULD store, or every attribute
+    // that pass already rewrites would be counted twice.
+    let loaded = if options.dry_run {
+        None
+    } else {
+        match env.backend.load_for_reading(stack, region).await {
+            Ok(Some(l)) => Some(l),
+            Ok(None) => return,
+            Err(e) => {
+                outcome.fail(format!(
+                    "re-reading the record for its nested-stack output attributes failed: {e}"
+                ));
+                return;
+            }
         }
     };
-    let mut state = loaded.parsed.state.clone();
+    let mut state = match (&loaded, &outcome.across.scrubbed) {
+        (Some(l), _) => l.parsed.state.clone(),
+        (None, Some(s)) => s.clone(),
+        (None, None) => return,
+    };
     let Some(attrs) = state
         .resources
         .get_mut(id)
@@ -272,14 +282,14 @@ async fn parent_output_attributes(
     if rewritten.is_empty() {
         return;
     }
-    if options.dry_run {
+    let Some(loaded) = loaded else {
         outcome.findings.push(format!(
             "would scrub {} nested-stack output attribute(s) of row {id} (--dry-run wrote \
              nothing)",
             rewritten.len()
         ));
         return;
-    }
+    };
     if loaded.parsed.from_legacy_key || !loaded.parsed.defects.is_empty() {
         return;
     }
