@@ -198,6 +198,36 @@ async fn a_delete_first_replacement_is_journaled_and_rolled_back_old_one_first()
         .is_none());
 }
 
+#[tokio::test]
+async fn replace_does_not_delete_an_old_resource_its_policy_retains() {
+    let app = App::new("cdkd-flags");
+    let stack = unique_name("flags-replace-keep");
+    let name = format!("{stack}-doc");
+    let retained = |document_type: &str| {
+        let mut doc = document(&name, document_type);
+        doc["UpdateReplacePolicy"] = json!("Retain");
+        json!({"Resources": {"Doc": doc}})
+    };
+    app.write_stacks(&[(&stack, &retained("Command"), &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+
+    app.write_stacks(&[(&stack, &retained("Automation"), &[])]);
+    let (code, _, stderr) = app.deploy(&["--replace"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("UpdateReplacePolicy: Retain"), "{stderr}");
+    assert!(!stderr.contains("deleting the old resource"), "{stderr}");
+    let model = cc_model("AWS::SSM::Document", &name)
+        .await
+        .expect("old kept");
+    assert_eq!(model["DocumentType"], "Command");
+    let record = app.record(&stack);
+    assert_eq!(
+        record["resources"]["Doc"]["properties"]["DocumentType"],
+        "Command"
+    );
+}
+
 fn app_dir(app: &App) -> &str {
     app.dir.path().to_str().expect("utf-8 path")
 }

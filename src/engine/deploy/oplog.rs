@@ -137,3 +137,32 @@ impl OpLog {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(pid: &str) -> ResourceState {
+        ResourceState {
+            physical_id: Some(pid.into()),
+            resource_type: "AWS::SSM::Document".into(),
+            ..ResourceState::default()
+        }
+    }
+
+    #[test]
+    fn a_delete_first_replacement_is_journaled_as_such() {
+        let log = OpLog::default();
+        log.completed("Plain", "T", &record("b"), Some(&record("a")), true);
+        log.deleted_first("Doc");
+        log.completed("Doc", "T", &record("d"), Some(&record("d")), true);
+        log.deleted_first("Failed");
+        log.failed("Failed", "T", Some(record("f")), None, "boom");
+        let ops = log.operations();
+        assert_eq!(ops[0].old_deleted_before_create, Some(false));
+        assert_eq!(ops[0].old_resource_retained, Some(true));
+        assert_eq!(ops[1].old_deleted_before_create, Some(true));
+        assert_eq!(ops[1].old_resource_retained, Some(false));
+        assert!(log.failures()[0].old_deleted_before_create());
+    }
+}
