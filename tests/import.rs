@@ -1,13 +1,15 @@
 //! `cdkd import` end to end against the emulator: resources created directly with the SDK
 //! (not by cdkd) are adopted by mapping (`--resource` and `--resource-mapping-inline`), their
 //! records carry the template's resolved properties, the read-back attributes,
-//! `provisionedBy` and an observed baseline, and a following `cdkd deploy` has no changes. A
-//! physical id that does not exist is refused by name and nothing is written.
+//! `provisionedBy` and an observed baseline; the rollback journal marks what was adopted
+//! (`importedResources`); a following `cdkd diff --fail` exits 0, a `cdkd deploy` sends no
+//! mutating call, and `cdkd destroy` deletes them. A physical id that does not exist is
+//! refused by name and nothing is written.
 
 mod support;
 
 use serde_json::{json, Value};
-use support::{cdkd, sdk_config, unique_name};
+use support::{cdkd, s3_client, sdk_config, unique_name};
 use tempfile::TempDir;
 
 const REGION: &str = "us-east-1";
@@ -28,8 +30,18 @@ fn write_app(dir: &TempDir, stack: &str, template: &Value) {
 }
 
 fn run(dir: &TempDir, bucket: &str, args: &[&str]) -> (i32, String, String) {
+    run_env(dir, bucket, args, &[])
+}
+
+fn run_env(
+    dir: &TempDir,
+    bucket: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (i32, String, String) {
     let out = cdkd()
         .current_dir(dir.path())
+        .envs(envs.iter().copied())
         .args(args)
         .args([
             "--app",
@@ -148,6 +160,21 @@ async fn resources_made_outside_cdkd_are_imported_and_a_deploy_then_changes_noth
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("'Nope' is not a resource"), "{stderr}");
 
+    // A journal a failed deploy left, holding a create of Queue that made another queue.
+    let journal_key = format!("cdkd/{stack}/{REGION}/rollback-journal.json");
+    let s3 = s3_client().await;
+    let journal = json!({"journalVersion": 1, "stackName": stack, "region": REGION,
+        "segments": [{"reason": "no-rollback", "writtenAt": 1, "failedOperations": [],
+            "operations": [{"kind": "CREATE", "logicalId": "Queue",
+                "resourceType": "AWS::SQS::Queue", "physicalId": "https://other/queue"}]}]});
+    s3.put_object()
+        .bucket(&bucket)
+        .key(&journal_key)
+        .body(journal.to_string().into_bytes().into())
+        .send()
+        .await
+        .expect("journal");
+
     let inline = json!({"Param": param_name}).to_string();
     let (code, _, stderr) = run(
         &dir,
@@ -163,6 +190,29 @@ async fn resources_made_outside_cdkd_are_imported_and_a_deploy_then_changes_noth
     );
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("2 resources imported"), "{stderr}");
+    assert!(
+        stderr.contains("https://other/queue"),
+        "the other queue is named: {stderr}"
+    );
+    let body = s3
+        .get_object()
+        .bucket(&bucket)
+        .key(&journal_key)
+        .send()
+        .await
+        .expect("journal kept")
+        .body
+        .collect()
+        .await
+        .expect("body")
+        .into_bytes();
+    let journal: Value = serde_json::from_slice(&body).expect("journal json");
+    let segment = &journal["segments"][0];
+    assert_eq!(
+        segment["importedResources"],
+        json!([{"logicalId": "Queue", "physicalId": url, "resourceType": "AWS::SQS::Queue"}])
+    );
+    assert_eq!(segment["supersededLogicalIds"], json!(["Queue"]));
 
     let s = state(&bucket, &stack).expect("state written");
     let queue = &s["resources"]["Queue"];
@@ -186,10 +236,25 @@ async fn resources_made_outside_cdkd_are_imported_and_a_deploy_then_changes_noth
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("already in state"), "{stderr}");
 
-    // A deploy then changes nothing.
-    let (code, _, stderr) = run(&dir, &bucket, &["deploy"]);
+    // The diff sees nothing to do, and a deploy then changes nothing: no mutating call.
+    let (code, _, stderr) = run(&dir, &bucket, &["diff", "--fail"]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("no changes"), "{stderr}");
+    let trace = dir.path().join("trace.jsonl");
+    let traced = [("CDKD_TRACE_FILE", trace.to_str().expect("utf-8 path"))];
+    let (code, _, stderr) = run_env(&dir, &bucket, &["deploy"], &traced);
+    assert_eq!(code, 0, "{stderr}");
+    // The journal sends it down the full path (which settles the journal), with nothing to do.
+    assert!(stderr.contains("(2 unchanged)"), "{stderr}");
+    let writes = mutating_calls(&trace, &bucket);
+    assert!(writes.is_empty(), "the deploy sent {writes:?}");
+    let journal_left = s3
+        .head_object()
+        .bucket(&bucket)
+        .key(&journal_key)
+        .send()
+        .await
+        .is_ok();
+    assert!(!journal_left, "a successful deploy deletes the journal");
     let visibility = sqs
         .get_queue_attributes()
         .queue_url(&url)
@@ -203,5 +268,40 @@ async fn resources_made_outside_cdkd_are_imported_and_a_deploy_then_changes_noth
                 .cloned()
         });
     assert_eq!(visibility.as_deref(), Some("45"));
-    let _ = REGION;
+
+    // Destroy deletes what was imported.
+    let (code, _, stderr) = run(&dir, &bucket, &["destroy", "--all", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(state(&bucket, &stack).is_none(), "the record is gone");
+    let queue_gone = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .is_err();
+    assert!(queue_gone, "the imported queue was deleted");
+    let param_gone = ssm.get_parameter().name(&param_name).send().await.is_err();
+    assert!(param_gone, "the imported parameter was deleted");
+}
+
+/// The mutating AWS calls a run's trace recorded (the state bucket's own bookkeeping aside).
+fn mutating_calls(trace: &std::path::Path, bucket: &str) -> Vec<String> {
+    std::fs::read_to_string(trace)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "call")
+        .filter_map(|e| e["op"].as_str().map(str::to_owned))
+        .filter(|op| !op.contains(&format!(" /{bucket}/")))
+        .filter(|op| match op.split_once(' ') {
+            Some((method, _)) => !matches!(method, "GET" | "HEAD"),
+            None => {
+                let action = op.rsplit('.').next().unwrap_or(op);
+                !["Get", "Describe", "List", "Head", "Lookup", "Query", "Scan"]
+                    .iter()
+                    .any(|p| action.starts_with(p))
+            }
+        })
+        .collect()
 }

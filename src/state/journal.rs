@@ -421,7 +421,9 @@ impl JournalStore {
                 changed = true;
                 for other in others {
                     warnings.push(format!(
-                        "{stack}: the rollback journal recorded {other} for {} ({}), not the                          imported {}; cdkd rollback will not touch it, so delete it by hand if                          it is not wanted",
+                        "{stack}: the rollback journal recorded {other} for {} ({}), not the \
+                         imported {}; cdkd rollback will not touch it, so delete it by hand if \
+                         it is not wanted",
                         r.logical_id, r.resource_type, r.physical_id
                     ));
                 }

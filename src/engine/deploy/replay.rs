@@ -137,16 +137,26 @@ async fn replay_locked(
             segment.reason,
             segment.operations.len()
         ));
+        // Ops of a logical id `cdkd import` adopted since (importedResources) are not run.
+        let imported: Vec<String> = segment
+            .imported_resources()
+            .into_iter()
+            .map(|r| r.logical_id)
+            .collect();
+        let failed_ops: Vec<_> = segment
+            .failed_operations
+            .iter()
+            .filter(|f| !imported.contains(&f.logical_id))
+            .cloned()
+            .collect();
         let mut done: Reverted = reverter
-            .revert(&segment.operations, &segment.superseded_logical_ids)
+            .revert(&segment.operations, &segment.skipped_logical_ids())
             .await;
-        let recreated = reverter
-            .recreate_deleted_first(&segment.failed_operations)
-            .await;
+        let recreated = reverter.recreate_deleted_first(&failed_ops).await;
         done.reverted.extend(recreated.reverted);
         done.failures.extend(recreated.failures);
         if options.revert_failed {
-            let failed = reverter.revert_failed(&segment.failed_operations).await;
+            let failed = reverter.revert_failed(&failed_ops).await;
             done.reverted.extend(failed.reverted);
             done.failures.extend(failed.failures);
         }

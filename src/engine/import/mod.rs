@@ -140,6 +140,31 @@ impl Computed {
             Some(e) => SaveCondition::IfMatch(e),
             None => SaveCondition::IfAbsent,
         };
+        // Before the state write, the rollback journal learns what was adopted
+        // (importedResources), so a later `cdkd rollback` leaves it alone.
+        let journals = crate::state::journal::JournalStore::new(
+            env.backend.client().clone(),
+            env.backend.bucket(),
+            env.backend.keys().clone(),
+        );
+        let adopted: Vec<_> = self
+            .imported
+            .iter()
+            .map(|i| crate::state::journal::ImportedResource {
+                logical_id: i.logical_id.clone(),
+                physical_id: i.physical_id.clone(),
+                resource_type: i.resource_type.clone(),
+            })
+            .collect();
+        let warnings = journals
+            .mark_imported(&self.stack, &self.region, &adopted)
+            .await
+            .map_err(|e| {
+                DeployError::Refused(format!("{}: {e}; nothing was imported", self.stack))
+            })?;
+        for w in warnings {
+            ui::warn(w);
+        }
         env.backend
             .save(
                 &self.stack,
