@@ -265,6 +265,22 @@ async fn a_file_asset_deploys_into_the_cdkd_asset_bucket_and_the_template_follow
     let code_props = &record["resources"]["AssetFunctionA633A7D1"]["properties"]["Code"];
     assert_eq!(code_props["S3Bucket"], asset_bucket().as_str());
     assert_eq!(code_props["S3Key"], key.as_str());
+    // diff and a dry run read the templates as the deploy rewrote them: nothing to change.
+    let (code, stdout, stderr) =
+        run_in(dir.path(), &bucket, &["diff", "--fail", "--app", app], &[]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("There were no differences"), "{stdout}");
+    let (code, stdout, stderr) = run_in(
+        dir.path(),
+        &bucket,
+        &["deploy", "--dry-run", "--app", app],
+        &[],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("no resource changes"),
+        "{stdout}\n{stderr}"
+    );
     // The assembly on disk is left as synthesized.
     let template =
         std::fs::read_to_string(dir.path().join("LambdaStack.template.json")).expect("template");

@@ -20,11 +20,12 @@ fn fixture(name: &str) -> PathBuf {
         .join("cdk.out")
 }
 
-/// A fresh state bucket made by `cdkd bootstrap`.
+/// A fresh state bucket made by `cdkd bootstrap --no-assets`: these tests publish to the CDK
+/// bootstrap's storage (legacy mode); tests/bootstrap.rs covers cdkd's own.
 fn bootstrap() -> String {
     let bucket = unique_name("cdkd-nested");
     let out = cdkd()
-        .args(["bootstrap", "--state-bucket", &bucket])
+        .args(["bootstrap", "--no-assets", "--state-bucket", &bucket])
         .output()
         .expect("runs");
     assert!(

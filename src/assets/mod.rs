@@ -403,6 +403,28 @@ pub async fn publish_for_deploy(
     Ok((stacks, guard))
 }
 
+/// For commands that read templates without publishing (diff, a deploy's dry run): stacks in
+/// a region opted into cdkd-owned storage pointed at templates rewritten as a deploy rewrites
+/// them, so they compare with what the deploy recorded. Keep the guard while they are read.
+pub async fn redirect_for_reading(
+    clients: &Clients,
+    backend: &S3Backend,
+    caller_account: &str,
+    mut stacks: Vec<StackArtifact>,
+) -> Result<(Vec<StackArtifact>, RedirectedTemplates), AssetError> {
+    let default_region = clients.default_region();
+    let refs: Vec<&StackArtifact> = stacks.iter().collect();
+    let redirects = redirects_for(clients, backend, caller_account, &refs).await?;
+    drop(refs);
+    let guard = redirect_templates(
+        &mut stacks,
+        caller_account,
+        default_region.as_deref(),
+        &redirects,
+    )?;
+    Ok((stacks, guard))
+}
+
 /// Publishes everything `stacks` need, in parallel; every failure is reported together.
 pub async fn publish(
     clients: &Clients,

@@ -115,6 +115,10 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     };
 
     if args.dry_run {
+        // Planned against the templates a deploy would use (cdkd-owned asset storage).
+        let (stacks, _redirected) =
+            crate::assets::redirect_for_reading(&clients, &env.backend, &account_id, stacks)
+                .await?;
         return dry_run_all(&env, &stacks, &options).await;
     }
     // Every selected stack's file and container assets, published before any stack deploys

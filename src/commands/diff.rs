@@ -56,6 +56,11 @@ pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
         account_id: account_id.clone(),
     };
 
+    // In a region opted into cdkd-owned asset storage: the templates as a deploy rewrites them.
+    let stacks: Vec<StackArtifact> = stacks.into_iter().cloned().collect();
+    let (stacks, _redirected) =
+        crate::assets::redirect_for_reading(&clients, &backend, &account_id, stacks).await?;
+
     let mut diffs: Vec<StackDiff> = Vec::new();
     let mut failed = false;
     for stack in &stacks {
