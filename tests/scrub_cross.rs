@@ -519,3 +519,33 @@ async fn a_deleted_output_another_stack_imports_is_kept_and_reported() {
     let (code, _) = scrub(&app, &[&producer, "--dry-run", "--fail"]);
     assert_eq!(code, 1, "the kept key keeps --fail red");
 }
+
+#[tokio::test]
+async fn a_complete_reference_to_a_secret_in_another_region_that_cannot_be_read_exits_2() {
+    let app = App::new("cdkd-scrubx");
+    let stack = name("xregion");
+    let arn = format!(
+        "arn:aws:secretsmanager:eu-west-1:123456789012:secret:{}-AbCdEf",
+        unique_name("gone")
+    );
+    let reference = format!("{{{{resolve:secretsmanager:{arn}:SecretString:pw}}}}");
+    let template = json!({"Resources": {"Far": param(json!(reference))}});
+    app.write_stacks(&[(&stack, &template, &[])]);
+    let rec = record(&stack, &[("Far", "whatever-it-was")], json!({}));
+    put(&app, &state_key(&stack), &rec).await;
+    for extra in [&[][..], &["--dry-run"][..], &["--dry-run", "--fail"][..]] {
+        let mut args = vec![stack.as_str()];
+        args.extend_from_slice(extra);
+        let (code, text) = scrub(&app, &args);
+        assert_eq!(code, 2, "refused with {extra:?}");
+        assert!(
+            text.contains("SCRUB_CROSS_REGION_SECRET_UNRESOLVED"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        get(&app, &state_key(&stack)).await,
+        rec,
+        "nothing was written"
+    );
+}

@@ -239,6 +239,7 @@ pub async fn before_main_pass(
     if let Some(inherited) = env.run.take_inherited(target.stack_name, target.region) {
         needles.merge(&inherited);
     }
+    cross::cross_region_prepass(env, target, outcome).await;
     cross::learn_reads(env, target, record, needles, outcome).await;
 }
 

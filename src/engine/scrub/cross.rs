@@ -13,6 +13,10 @@
 //!   re-exports one from further up a chain) but whose record still stores the plaintext
 //!   refuses the stack, naming every stack of the chain head first.
 //!
+//! [`cross_region_prepass`]: a complete `{{resolve:...}}` reference whose ARN names another
+//! region and cannot be resolved refuses the stack with SCRUB_CROSS_REGION_SECRET_UNRESOLVED
+//! (an assembled one is left to the resolver, and reported as an abandoned scan).
+//!
 //! [`redact_read_names`] rewrites a plaintext inside `imports[].exportName` /
 //! `outputReads[].outputName`.
 
@@ -150,6 +154,37 @@ pub async fn learn_reads(
                     chain.join(", ")
                 ));
             }
+        }
+    }
+}
+
+/// Refuses the stack when a complete reference to a secret in another region cannot be read.
+pub async fn cross_region_prepass(
+    env: &ScrubEnv,
+    target: &ScrubTarget<'_>,
+    outcome: &mut StackOutcome,
+) {
+    let mut refs = Vec::new();
+    crate::resolve::dynamic::collect_references(target.template, &mut refs);
+    let mut seen = BTreeSet::new();
+    for r in refs {
+        let Some(region) = r.arn_region().map(str::to_owned) else {
+            continue;
+        };
+        if region == target.region || !seen.insert(r.text.clone()) {
+            continue;
+        }
+        let failure = match env.reader.fetch_dynamic(&r.fetch_key(target.region)).await {
+            Ok(fetched) => r.value_from(&fetched).err(),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(why) = failure {
+            outcome.refuse(format!(
+                "SCRUB_CROSS_REGION_SECRET_UNRESOLVED: {} names a secret in {region} that \
+                 could not be read ({why}), so its plaintext cannot be looked for; restore it or \
+                 grant the read, then re-run (nothing was written)",
+                r.text
+            ));
         }
     }
 }
