@@ -132,8 +132,10 @@ async fn scrub_locked(
     outcome.rewrite = change.clone();
     across::after_rewrite(&mut state, &learned.needles, outcome);
     let changed = state != original;
+    // A save that only records NoEcho positions rewrites no plaintext: not a finding.
+    let rewrote = changed && outcome.rewrite.found() > 0;
     if options.dry_run {
-        outcome.verdict = if changed {
+        outcome.verdict = if rewrote {
             Verdict::WouldScrub
         } else {
             Verdict::Clean
@@ -157,7 +159,11 @@ async fn scrub_locked(
             .await;
         match saved {
             Ok(_) => {
-                outcome.verdict = Verdict::Scrubbed;
+                outcome.verdict = if rewrote {
+                    Verdict::Scrubbed
+                } else {
+                    Verdict::Clean
+                };
                 purge_keys.push(env.backend.keys().state(stack, region));
                 if loaded.parsed.from_legacy_key {
                     purge_keys.push(loaded.key.clone());

@@ -49,10 +49,8 @@ fn walk_diff(
     out: &mut Vec<(Vec<PathSegment>, String, String)>,
 ) {
     match (stored, sent) {
-        (Value::String(a), Value::String(b)) => {
-            if a != b {
-                out.push((path.clone(), a.clone(), b.clone()));
-            }
+        (Value::String(a), Value::String(b)) if a != b => {
+            out.push((path.clone(), a.clone(), b.clone()));
         }
         (Value::Object(a), Value::Object(b)) => {
             for (k, av) in a {
