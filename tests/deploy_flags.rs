@@ -228,6 +228,49 @@ async fn replace_does_not_delete_an_old_resource_its_policy_retains() {
     );
 }
 
+#[tokio::test]
+async fn a_failed_delete_first_replacement_rolls_back_by_creating_the_old_one_again() {
+    // A type only this test creates, so its faults cannot reach another test.
+    const GROUP: &str = "AWS::IoT::ThingGroup";
+    let app = App::new("cdkd-flags");
+    let stack = unique_name("flags-replace-fail");
+    let name = format!("{stack}-things");
+    let group = |parent: &str| {
+        json!({"Resources": {"Things": {"Type": GROUP, "Properties": {
+            "ThingGroupName": name, "ParentGroupName": parent}}}})
+    };
+    app.write_stacks(&[(&stack, &group("parent-a"), &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // ParentGroupName is create-only. The service answers both creates that the name is
+    // taken: the first sends --replace down the delete-first path, the second fails it after
+    // the old group was deleted.
+    app.write_stacks(&[(&stack, &group("parent-b"), &[])]);
+    add_fault(
+        json!({"fail_create": {"TypeName": GROUP, "ErrorCode": "AlreadyExists",
+        "StatusMessage": "injected by deploy_flags.rs (taken)", "count": 2}}),
+    );
+    let (code, _, stderr) = app.deploy(&["--replace"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("deleting the old resource"), "{stderr}");
+    assert!(stderr.contains("re-created as it was"), "{stderr}");
+    let model = cc_model(GROUP, &name).await.expect("the old group again");
+    assert_eq!(model["ParentGroupName"], "parent-a");
+    let record = app.record(&stack);
+    assert_eq!(
+        record["resources"]["Things"]["properties"]["ParentGroupName"],
+        "parent-a"
+    );
+    // The settled journal keeps the failed replacement, marked.
+    let journal = object(&app.bucket, &key(&stack, "rollback-journal.json"))
+        .await
+        .expect("journal");
+    let failed = &journal["segments"][0]["failedOperations"][0];
+    assert_eq!(failed["logicalId"], "Things");
+    assert_eq!(failed["oldDeletedBeforeCreate"], true);
+}
+
 fn app_dir(app: &App) -> &str {
     app.dir.path().to_str().expect("utf-8 path")
 }
