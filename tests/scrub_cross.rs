@@ -549,3 +549,31 @@ async fn a_complete_reference_to_a_secret_in_another_region_that_cannot_be_read_
         "nothing was written"
     );
 }
+
+#[tokio::test]
+async fn a_record_older_than_the_read_fields_keeps_every_undeclared_key() {
+    let app = App::new("cdkd-scrubx");
+    let plain = "Pl41nOldReader";
+    let reference = secret(plain).await;
+    let producer = name("oldrd");
+    let template = json!({"Resources": {"Pw": param(json!(reference))}});
+    app.write_stacks(&[(&producer, &template, &[])]);
+    let rec = record(&producer, &[("Pw", plain)], json!({"Stale": "old-value"}));
+    put(&app, &state_key(&producer), &rec).await;
+    // Written before schema v8: it records no outputReads, so it may read anything.
+    let old = name("old");
+    let old_rec = json!({"version": 7, "stackName": old, "region": REGION,
+                         "resources": {}, "outputs": {}});
+    put(&app, &state_key(&old), &old_rec).await;
+
+    let (code, text) = scrub(&app, &[&producer]);
+    assert_eq!(code, 0, "{text}");
+    let after = get(&app, &state_key(&producer)).await;
+    assert_eq!(after["outputs"]["Stale"], json!("old-value"), "kept");
+    assert_eq!(
+        after["resources"]["Pw"]["properties"]["Value"],
+        json!(reference)
+    );
+    let (code, _) = scrub(&app, &[&producer, "--dry-run", "--fail"]);
+    assert_eq!(code, 1, "kept and reported");
+}
