@@ -341,6 +341,19 @@ async fn a_cloudformation_stack_with_a_nested_stack_is_migrated_and_every_resour
         .filter(|k| k.starts_with("cdkd-migrate-tmp/"))
         .collect();
     assert_eq!(tmp, Vec::<String>::new());
+    // The child's retained template went through the state bucket as YAML (the bucket is
+    // versioned, so the deleted object leaves its versions).
+    let uploaded: Vec<String> = app
+        .every_object_version()
+        .await
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with(&format!("cdkd-migrate-tmp/{}/", n.stack)))
+        .collect();
+    assert!(
+        uploaded.iter().any(|k| k.contains("~MigChild.yaml@")),
+        "{uploaded:?}"
+    );
 
     // cdkd now owns the stack and sees nothing to change.
     let (code, stdout, stderr) = run(&app, &["diff", "--fail"]);
@@ -373,4 +386,46 @@ async fn a_template_resource_missing_in_cloudformation_is_refused_before_any_wri
         "{:?}",
         live_stacks(&n.stack).await
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_template_over_the_inline_limit_is_submitted_through_the_state_bucket() {
+    let n = Names::new();
+    let app = App::new("cdkd-migrate-big");
+    let mut parent = parent_template(&n);
+    // Over CloudFormation's 51,200-byte TemplateBody limit.
+    parent["Resources"]["ParentQueue"]["Metadata"] = json!({"Padding": "x".repeat(60_000)});
+    write_assembly(&app, &n, &parent, &child_json(&n));
+    create_cfn_stack(&n, &parent).await;
+    let queue_url = physical_id(&n.stack, "ParentQueue").await;
+
+    let (code, _, stderr) = run(&app, &["import", &n.stack, "--migrate-from-cloudformation"]);
+    assert_eq!(code, 0, "migration failed:\n{stderr}");
+    assert_eq!(live_stacks(&n.stack).await, Vec::<String>::new());
+    aws_sdk_sqs::Client::new(&sdk_config().await)
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .send()
+        .await
+        .expect("parent queue kept");
+    // The root template was uploaded as <stamp>.json and deleted again.
+    let root_uploads: Vec<String> = app
+        .every_object_version()
+        .await
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            k.strip_prefix(&format!("cdkd-migrate-tmp/{}/", n.stack))
+                .is_some_and(|rest| !rest.contains('/') && rest.contains(".json@"))
+        })
+        .collect();
+    assert_eq!(root_uploads.len(), 1, "{root_uploads:?}");
+    let current: Vec<String> = state_keys(&app.bucket)
+        .await
+        .into_iter()
+        .filter(|k| k.starts_with("cdkd-migrate-tmp/"))
+        .collect();
+    assert_eq!(current, Vec::<String>::new());
+    let (code, stdout, stderr) = run(&app, &["diff", "--fail"]);
+    assert_eq!(code, 0, "diff after migration:\n{stdout}\n{stderr}");
 }

@@ -169,12 +169,6 @@ async fn migrate(
         .map_err(|e| Error::Usage(e.to_string()))?;
     for (stack, imported) in &report.stacks {
         warn_refused(stack, imported);
-        ui::info(format!(
-            "{stack} ({}): {} resource{} imported from CloudFormation",
-            target.region,
-            imported.len(),
-            if imported.len() == 1 { "" } else { "s" }
-        ));
     }
     ui::info(format!(
         "{}: the CloudFormation stack is deleted; every resource was kept and cdkd manages \

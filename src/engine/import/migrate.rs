@@ -131,6 +131,13 @@ async fn migrate_locked(
     let mut report = MigrateReport::default();
     for c in computed.flatten() {
         c.save(env).await.map_err(MigrateError::Import)?;
+        ui::info(format!(
+            "{} ({}): {} resource{} imported from CloudFormation",
+            c.stack,
+            c.region,
+            c.imported.len(),
+            if c.imported.len() == 1 { "" } else { "s" }
+        ));
         report.stacks.push((c.stack.clone(), c.imported.clone()));
     }
     Ok(report)
