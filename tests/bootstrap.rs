@@ -4,7 +4,8 @@
 //! `--no-assets`); a file asset deployed into the cdkd asset bucket with the template following;
 //! container assets with a fake docker (`CDK_DOCKER`, a script that records its argv): an image
 //! already in the repository is neither built nor pushed, and a push refused for credentials
-//! logs in to the registry host and pushes again.
+//! logs in to the registry host and pushes again; without a docker daemon the error names the
+//! stack and nothing deploys.
 //!
 //! The asset bucket and repository are per account and region, so every test of the emulator
 //! shares them; each test uses its own state bucket and its own object keys and image tags.
@@ -289,7 +290,7 @@ async fn a_file_asset_deploys_into_the_cdkd_asset_bucket_and_the_template_follow
 
 /// A fake docker in its own directory: records each invocation's argv (one line) in
 /// `argv.log` and a login's standard input in `login.stdin`; `push` fails once with an
-/// authentication error while `fail-next-push` exists.
+/// authentication error while `fail-next-push` exists; `version` fails while `no-daemon` does.
 struct FakeDocker {
     dir: tempfile::TempDir,
 }
@@ -304,6 +305,11 @@ impl FakeDocker {
 here="$(dirname "$0")"
 echo "$*" >> "$here/argv.log"
 case "$1" in
+  version)
+    if [ -e "$here/no-daemon" ]; then
+      echo "Cannot connect to the Docker daemon" >&2
+      exit 1
+    fi ;;
   login) cat > "$here/login.stdin" ;;
   push)
     if [ -e "$here/fail-next-push" ]; then
@@ -327,6 +333,10 @@ exit 0
             .join("docker")
             .to_string_lossy()
             .into_owned()
+    }
+
+    fn without_daemon(&self) {
+        std::fs::write(self.dir.path().join("no-daemon"), "").expect("flag");
     }
 
     fn fail_next_push(&self) {
@@ -507,4 +517,31 @@ async fn a_push_refused_for_credentials_logs_in_to_the_registry_host_and_pushes_
         parameter_value(&parameter).await.as_deref(),
         Some(uri.as_str())
     );
+}
+
+#[tokio::test]
+async fn an_image_to_push_without_a_docker_daemon_fails_naming_the_stack() {
+    let bucket = unique_name("cdkd-boot-nodaemon");
+    bootstrap(&bucket, &[]);
+    let tag = unique_name("absent");
+    let parameter = format!("/cdkd/boot/{tag}");
+    let app = container_app(&tag, &parameter);
+    let docker = FakeDocker::new();
+    docker.without_daemon();
+    let app_dir = app.path().to_str().expect("utf-8 path");
+    let (code, _, stderr) = run_in(
+        app.path(),
+        &bucket,
+        &["deploy", "--app", app_dir],
+        &[("CDK_DOCKER", &docker.path())],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("container image assets need docker")
+            && stderr.contains("stacks that need one: LambdaStack"),
+        "{stderr}"
+    );
+    assert_eq!(docker.calls(), vec!["version".to_owned()]);
+    assert!(state(&bucket, "LambdaStack").await.is_none());
+    assert_eq!(parameter_value(&parameter).await, None);
 }
