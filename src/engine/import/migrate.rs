@@ -77,7 +77,7 @@ pub async fn migrate_stack(
         .map_err(|e| refused_cfn(stack, region, e))?;
     let mut options = plan_options(stack, target.template_file, &tree)?;
     options.parameters = parameters.to_vec();
-    options.force = force;
+    set_force(&mut options, force);
 
     let names = stack_names(stack, &options);
     let locks = take_locks(env, &names, region).await?;
@@ -150,6 +150,14 @@ fn refused_cfn(stack: &str, region: &str, e: CfnError) -> MigrateError {
              --migrate-from-cloudformation takes over the stack of the same name"
         )),
         other => MigrateError::Refused(format!("{stack}: {other}")),
+    }
+}
+
+/// `--force` reaches every stack of the tree.
+fn set_force(options: &mut ImportOptions, force: bool) {
+    options.force = force;
+    for child in options.nested.values_mut() {
+        set_force(child, force);
     }
 }
 
@@ -342,6 +350,9 @@ mod tests {
         assert!(o.record_outputs);
         assert_eq!(o.nested["C1"].mapping["T"], "arn:topic");
         assert_eq!(stack_names("P", &o), vec!["P", "P~C1"]);
+        let mut o = o;
+        set_force(&mut o, true);
+        assert!(o.force && o.nested["C1"].force);
     }
 
     #[test]
