@@ -22,6 +22,9 @@ use crate::redact::Needles;
 use crate::state::keys::root_stack_name;
 use crate::state::StackState;
 
+/// (stack name, region).
+type StackKey = (String, String);
+
 /// One stack of the synthesized app.
 #[derive(Debug, Clone)]
 pub struct AppStack {
@@ -42,7 +45,7 @@ pub struct RunContext {
     /// (nested child, region) → its template file (for a grandchild's `aws:asset:path`).
     child_files: Mutex<HashMap<(String, String), PathBuf>>,
     /// (stack, region) → the outputs its scrub stores (or would, under `--dry-run`).
-    scrubbed: Mutex<HashMap<(String, String), Option<Map<String, Value>>>>,
+    scrubbed: Mutex<HashMap<StackKey, Option<Map<String, Value>>>>,
     /// Regions whose coverage lines were printed.
     coverage_done: Mutex<BTreeSet<String>>,
 }
