@@ -78,8 +78,9 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         })
         .await,
     );
-    let account_id = clients.account_id().await?;
-    let backend = Arc::new(session.state_backend().await?);
+    // Two independent round trips (STS, the bucket's region) overlap instead of queuing.
+    let (account_id, backend) = tokio::join!(clients.account_id(), session.state_backend());
+    let (account_id, backend) = (account_id?, Arc::new(backend?));
     let exports = Arc::new(ExportIndexStore::new(
         backend.client().clone(),
         backend.bucket(),

@@ -451,10 +451,20 @@ async fn deploy_locked(
             return Ok(report);
         }
     }
-    finish(env, &run, &prepared, lock, &mut report, previous_outputs).await;
+    let stored = finish(env, &run, &prepared, lock, &mut report, previous_outputs).await;
     if report.is_success() {
         let final_state = run.book.state().await;
-        failure::after_success(env, &run, prior_journal, &final_state).await;
+        // The exports index and the ledger / journal settlement touch different objects:
+        // they overlap instead of adding their round trips one after the other.
+        let exports = async {
+            if let Some(stored) = &stored {
+                env.exports.update_stack(region, stack, stored).await;
+            }
+        };
+        tokio::join!(
+            exports,
+            failure::after_success(env, &run, prior_journal, &final_state)
+        );
     }
     Ok(report)
 }
@@ -486,7 +496,8 @@ impl StackReport {
     }
 }
 
-/// The final save: outputs and exports after a clean deploy, the records alone otherwise.
+/// The final save: outputs after a clean deploy, the records alone otherwise. Returns the
+/// stored record after a clean save, for the exports index.
 async fn finish(
     env: &DeployEnv,
     run: &Run,
@@ -494,7 +505,7 @@ async fn finish(
     lock: &HeldLock,
     report: &mut StackReport,
     previous_outputs: Map<String, Value>,
-) {
+) -> Option<StackState> {
     let (stack, region) = (run.stack.as_str(), run.region.as_str());
     if lock.is_lost() {
         report.failures.push((
@@ -504,7 +515,7 @@ async fn finish(
                  save was skipped (the per-resource saves stand)"
             ),
         ));
-        return;
+        return None;
     }
     let order = |s: &mut StackState| {
         let position = |id: &str| {
@@ -532,15 +543,18 @@ async fn finish(
             .await;
         match saved {
             Ok(state) => {
-                let stored = run.book.for_storage(&state);
-                env.exports.update_stack(region, stack, &stored).await;
                 remember_plaintext(env, stack, region, &outs);
                 report.outputs = outs.by_name;
+                // The exports index is updated by the caller, beside the ledger settlement.
+                Some(run.book.for_storage(&state))
             }
-            Err(e) => report.failures.push((
-                "(state)".into(),
-                format!("the final state save failed: {e}"),
-            )),
+            Err(e) => {
+                report.failures.push((
+                    "(state)".into(),
+                    format!("the final state save failed: {e}"),
+                ));
+                None
+            }
         }
     } else {
         let names = &prepared.resolution.template.outputs;
@@ -556,6 +570,7 @@ async fn finish(
                 ));
             }
         }
+        None
     }
 }
 
