@@ -594,3 +594,39 @@ async fn a_record_with_a_damaged_resources_map_is_refused_with_exit_2() {
     }
     assert_eq!(app.get(&key).await, body, "nothing was written");
 }
+
+#[tokio::test]
+async fn a_placeholder_naming_nothing_abandons_the_scan_and_an_unbound_parameter_only_warns() {
+    let app = App::new();
+    let stack = stack_name("placeholder");
+    let key = app.state_key(&stack);
+    let record = json!({"version": 11, "stackName": stack, "region": REGION,
+        "resources": {"P": {"resourceType": "AWS::SSM::Parameter", "physicalId": "/scrub/p",
+            "properties": {"Name": "/scrub/p", "Type": "String", "Value": "anything"}}}});
+    app.put(&key, record.to_string()).await;
+    let with_value = |value: &str| {
+        json!({
+            "Parameters": {"NoDefault": {"Type": "String"}},
+            "Resources": {"P": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": "/scrub/p", "Type": "String",
+                "Value": {"Fn::Sub": format!("{{{{resolve:secretsmanager:{value}-db:SecretString:pw}}}}")}}}}
+        })
+    };
+
+    // ${Typo} names nothing the template declares: the reference is never looked up.
+    app.write_stack(&stack, &with_value("${Typo}"));
+    let (code, text) = app.run("scrub", &[&stack, "--dry-run", "--fail"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("ABANDONED") && text.contains("Resources.P.Properties.Value"),
+        "{text}"
+    );
+
+    // A declared parameter with no Default: scrub cannot bind it, which is only a warning.
+    app.write_stack(&stack, &with_value("${NoDefault}"));
+    let (code, text) = app.run("scrub", &[&stack, "--dry-run", "--fail"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(!text.contains("ABANDONED"), "{text}");
+    assert!(text.contains("placeholder"), "{text}");
+    assert!(text.contains("No plaintext secrets found"), "{text}");
+}
