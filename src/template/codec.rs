@@ -223,6 +223,18 @@ impl SourceTemplate {
         }
     }
 
+    /// The document as text, JSON pretty-printed unless that is over `limit` bytes (then
+    /// compact, so a size limit is not crossed by indentation alone).
+    pub fn render_within(&self, limit: usize) -> Result<String, CodecError> {
+        let text = self.render()?;
+        match &self.doc {
+            Doc::Json(map) if text.len() > limit => {
+                serde_json::to_string(map).map_err(|e| CodecError::Render(e.to_string()))
+            }
+            _ => Ok(text),
+        }
+    }
+
     /// The document as text in its source format (JSON pretty-printed).
     pub fn render(&self) -> Result<String, CodecError> {
         match &self.doc {

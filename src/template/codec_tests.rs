@@ -147,3 +147,12 @@ fn bad_documents_are_refused() {
         Err(CodecError::Yaml(_))
     ));
 }
+
+#[test]
+fn json_over_a_limit_is_written_compact() {
+    let t = SourceTemplate::parse(r#"{"Resources": {"A": {"Type": "AWS::SQS::Queue"}}}"#).unwrap();
+    let pretty = t.render_within(10_000).unwrap();
+    assert!(pretty.contains('\n'));
+    let compact = t.render_within(10).unwrap();
+    assert_eq!(compact, r#"{"Resources":{"A":{"Type":"AWS::SQS::Queue"}}}"#);
+}

@@ -172,10 +172,12 @@ fn retained<'a>(cfn: &'a Cfn, store: &'a TmpStore, stack: &'a CfnStack, path: St
             let url = store.put(&format!("/{child_path}"), text, format).await?;
             template.set_template_url(&id, &url);
         }
-        let text = template.render().map_err(|e| RetainError::Template {
-            stack: path.clone(),
-            detail: e.to_string(),
-        })?;
+        let text = template
+            .render_within(INLINE_LIMIT)
+            .map_err(|e| RetainError::Template {
+                stack: path.clone(),
+                detail: e.to_string(),
+            })?;
         Ok((text, template.format()))
     })
 }
