@@ -180,6 +180,9 @@ async fn orphan_locked(
     } else {
         parse_state(&rest, stack, region).map_err(damaged)?
     };
+    for w in &parsed.warnings {
+        crate::ui::warn(w);
+    }
     let mut state = parsed.state;
 
     let orphans = Orphans { rows: &orphaned };
