@@ -269,8 +269,10 @@ pub async fn after_stack(
     if outcome.is_refused() {
         return;
     }
+    // A real run converges the index only onto a record that is stored (a failed save leaves
+    // the verdict unset): another failure (a purge, unverified readers) does not stop it.
     let saved = options.dry_run || matches!(outcome.verdict, Verdict::Scrubbed | Verdict::Clean);
-    if saved && outcome.failures.is_empty() {
+    if saved {
         exports::index_pass(env, target, options, &state, outcome).await;
     }
     nested::scrub_children(env, target, options, &state, outcome).await;
