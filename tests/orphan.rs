@@ -90,6 +90,20 @@ fn mutating_calls(trace: &std::path::Path, bucket: &str) -> Vec<String> {
         .collect()
 }
 
+/// The stack's create-token ledger, when it has one.
+async fn ledger(app: &App, stack: &str) -> Option<Value> {
+    let out = s3_client()
+        .await
+        .get_object()
+        .bucket(&app.bucket)
+        .key(format!("cdkd/{stack}/{REGION}/create-tokens.json"))
+        .send()
+        .await
+        .ok()?;
+    let bytes = out.body.collect().await.ok()?.into_bytes();
+    serde_json::from_slice(&bytes).ok()
+}
+
 async fn put_state(app: &App, stack: &str, body: &Value) {
     s3_client()
         .await
@@ -136,9 +150,14 @@ async fn orphan_by_construct_path_leaves_the_queue_and_rewrites_its_readers() {
     assert!(stderr.contains("ParamUrl.dependencies"), "{stderr}");
     assert_eq!(app.record(&stack), before, "a dry run changes nothing");
 
+    let ledger_before = ledger(&app, &stack).await;
     let (code, stderr) = run(&app, &["orphan", &format!("{stack}/Queue")], &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("Orphaned QueueA1B2"), "{stderr}");
+    let before = ledger_before.expect("a deploy that creates writes the ledger");
+    let rotated = ledger(&app, &stack).await.expect("ledger kept");
+    assert_ne!(rotated["nonce"], before["nonce"], "the nonce is rotated");
+    assert!(rotated["sent"].get("QueueA1B2").is_none(), "{rotated}");
     let after = app.record(&stack);
     assert_eq!(after["version"], 11);
     assert!(after["resources"].get("QueueA1B2").is_none(), "{after}");
