@@ -577,3 +577,50 @@ async fn a_record_older_than_the_read_fields_keeps_every_undeclared_key() {
     let (code, _) = scrub(&app, &[&producer, "--dry-run", "--fail"]);
     assert_eq!(code, 1, "kept and reported");
 }
+
+#[tokio::test]
+async fn a_re_export_chain_refuses_its_end_naming_every_stack_head_first() {
+    let app = App::new("cdkd-scrubx");
+    let plain = "Pl41nChainedSecret";
+    let reference = secret(plain).await;
+    let (head, middle, end) = (name("head"), name("mid"), name("end"));
+    let (head_export, middle_export) = (format!("{head}-Pw"), format!("{middle}-Pw"));
+    let head_t = json!({"Resources": {"Pw": param(json!(reference))},
+        "Outputs": {"Pw": {"Value": reference, "Export": {"Name": head_export}}}});
+    let middle_t = json!({"Resources": {},
+        "Outputs": {"Pw": {"Value": {"Fn::ImportValue": head_export},
+                           "Export": {"Name": middle_export}}}});
+    let end_t = json!({"Resources": {"Copy": param(json!({"Fn::ImportValue": middle_export}))}});
+    app.write_stacks(&[
+        (&head, &head_t, &[]),
+        (&middle, &middle_t, &[head.as_str()]),
+        (&end, &end_t, &[middle.as_str()]),
+    ]);
+    let head_rec = record(
+        &head,
+        &[("Pw", plain)],
+        json!({"Pw": plain, head_export.clone(): plain}),
+    );
+    put(&app, &state_key(&head), &head_rec).await;
+    let middle_rec = record(
+        &middle,
+        &[],
+        json!({"Pw": plain, middle_export.clone(): plain}),
+    );
+    put(&app, &state_key(&middle), &middle_rec).await;
+    let end_rec = record(&end, &[("Copy", plain)], json!({}));
+    put(&app, &state_key(&end), &end_rec).await;
+
+    let (code, text) = scrub(&app, &[&end]);
+    assert_eq!(code, 2, "the end of an unscrubbed chain is refused");
+    let (h, m) = (text.find(&format!("scrub {head}")), text.rfind(&middle));
+    assert!(
+        h.is_some() && m.is_some() && h < m,
+        "the remedy names the chain head first: {text}"
+    );
+    assert_eq!(
+        get(&app, &state_key(&end)).await,
+        end_rec,
+        "nothing was written"
+    );
+}

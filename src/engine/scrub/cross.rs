@@ -146,11 +146,18 @@ pub async fn learn_reads(
                 chain.reverse();
                 chain.push(p_stack.clone());
                 chain.dedup();
+                let source = if chain.len() > 1 {
+                    format!(
+                        "re-exports a value {} declares from a {{{{resolve:...}}}} reference",
+                        chain[0]
+                    )
+                } else {
+                    "declares it from a {{resolve:...}} reference".to_owned()
+                };
                 outcome.refuse(format!(
                     "the read in {place} of '{key}' from {p_stack} ({p_region}): the producer \
-                     declares it from a {{{{resolve:...}}}} reference but its record still \
-                     stores the plaintext, so there is no expression to write here; scrub {} \
-                     first (in that order), then re-run",
+                     {source}, but its record still stores the plaintext, so there is no \
+                     expression to write here; scrub {} first (in that order), then re-run",
                     chain.join(", ")
                 ));
             }
