@@ -305,3 +305,78 @@ fn mutating_calls(trace: &std::path::Path, bucket: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// A journal op of a logical id that is then imported is never run by `cdkd rollback`: the
+/// journal's CREATE of the queue would otherwise delete the resource just adopted.
+#[tokio::test]
+async fn rollback_runs_no_journal_op_of_an_imported_resource() {
+    let config = sdk_config().await;
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let bucket = unique_name("cdkd-import-rb");
+    let out = cdkd()
+        .args(["bootstrap", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let stack = format!("ImportRb{}", unique_name("s").replace('-', "x"));
+    let queue_name = unique_name("imported-rb");
+    let url = sqs
+        .create_queue()
+        .queue_name(&queue_name)
+        .send()
+        .await
+        .expect("queue")
+        .queue_url
+        .expect("url");
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_app(
+        &dir,
+        &stack,
+        &json!({"Resources": {"Queue": {"Type": "AWS::SQS::Queue",
+            "Properties": {"QueueName": queue_name}}}}),
+    );
+    // A failed deploy's journal: it created this very queue, then failed.
+    let journal = json!({"journalVersion": 1, "stackName": stack, "region": REGION,
+        "segments": [{"reason": "no-rollback", "writtenAt": 1, "failedOperations": [],
+            "operations": [{"kind": "CREATE", "logicalId": "Queue",
+                "resourceType": "AWS::SQS::Queue", "physicalId": url}]}]});
+    s3_client()
+        .await
+        .put_object()
+        .bucket(&bucket)
+        .key(format!("cdkd/{stack}/{REGION}/rollback-journal.json"))
+        .body(journal.to_string().into_bytes().into())
+        .send()
+        .await
+        .expect("journal");
+
+    let (code, _, stderr) = run(
+        &dir,
+        &bucket,
+        &["import", &stack, "--resource", &format!("Queue={url}")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run(&dir, &bucket, &["rollback", &stack]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("replaying a journal segment"), "{stderr}");
+    let journal_left = s3_client()
+        .await
+        .head_object()
+        .bucket(&bucket)
+        .key(format!("cdkd/{stack}/{REGION}/rollback-journal.json"))
+        .send()
+        .await
+        .is_ok();
+    assert!(!journal_left, "the replayed journal is deleted");
+    let alive = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .is_ok();
+    assert!(alive, "the imported queue survives the rollback");
+    let s = state(&bucket, &stack).expect("state kept");
+    assert_eq!(s["resources"]["Queue"]["physicalId"], url.as_str());
+    let _ = sqs.delete_queue().queue_url(&url).send().await;
+}
