@@ -5,6 +5,8 @@
 //! (`importedResources`); a following `cdkd diff --fail` exits 0, a `cdkd deploy` sends no
 //! mutating call, and `cdkd destroy` deletes them. A physical id that does not exist is
 //! refused by name and nothing is written.
+//! In a region bootstrapped with cdkd-owned asset storage, a Lambda function dropped from
+//! state and imported back records the cdkd asset bucket, so `cdkd diff --fail` exits 0.
 
 mod support;
 
@@ -379,4 +381,95 @@ async fn rollback_runs_no_journal_op_of_an_imported_resource() {
     let s = state(&bucket, &stack).expect("state kept");
     assert_eq!(s["resources"]["Queue"]["physicalId"], url.as_str());
     let _ = sqs.delete_queue().queue_url(&url).send().await;
+}
+
+/// Copies the synthesized fixture app `name` into `to`.
+fn copy_fixture(name: &str, to: &std::path::Path) {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/apps")
+        .join(name)
+        .join("cdk.out");
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for entry in std::fs::read_dir(from).expect("read fixture") {
+            let entry = entry.expect("entry");
+            let target = to.join(entry.file_name());
+            if entry.file_type().expect("type").is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).expect("copy");
+            }
+        }
+    }
+    copy(&from, to);
+}
+
+#[tokio::test]
+async fn an_import_in_cdkd_assets_mode_records_the_asset_bucket_the_deploy_uses() {
+    const FUNCTION: &str = "AssetFunctionA633A7D1";
+    const LAMBDA_KEY: &str = "fb572e8d8b89ba04eed20c2cd2f29ce81dfb8f032efac2d1545631938d9b018f.zip";
+    let asset_bucket = format!("cdkd-assets-123456789012-{REGION}");
+    let bucket = unique_name("cdkd-import-assets");
+    // The default bootstrap opts the region into cdkd-owned asset storage.
+    let out = cdkd()
+        .args(["bootstrap", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_fixture("lambda", dir.path());
+    // An object key of its own: the asset bucket is shared by every test of the emulator.
+    let key = format!("{}.zip", unique_name("import-asset"));
+    for file in ["LambdaStack.assets.json", "LambdaStack.template.json"] {
+        let path = dir.path().join(file);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains(LAMBDA_KEY), "{file} names the asset");
+        std::fs::write(&path, text.replace(LAMBDA_KEY, &key)).expect("write");
+    }
+    let (code, _, stderr) = run(&dir, &bucket, &["deploy"]);
+    assert_eq!(code, 0, "{stderr}");
+    let record = state(&bucket, "LambdaStack").expect("state");
+    let function = &record["resources"][FUNCTION];
+    assert_eq!(
+        function["properties"]["Code"]["S3Bucket"],
+        asset_bucket.as_str()
+    );
+    let physical = function["physicalId"]
+        .as_str()
+        .expect("physical id")
+        .to_owned();
+
+    // Dropped from state (the function stays), then adopted back by mapping.
+    let (code, _, stderr) = run(
+        &dir,
+        &bucket,
+        &["state", "orphan", "LambdaStack", "--resource", FUNCTION],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let record = state(&bucket, "LambdaStack").expect("state");
+    assert!(record["resources"].get(FUNCTION).is_none(), "{record}");
+    let (code, _, stderr) = run(
+        &dir,
+        &bucket,
+        &[
+            "import",
+            "LambdaStack",
+            "--resource",
+            &format!("{FUNCTION}={physical}"),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+
+    // Nothing differs: the record names the bucket the deploy published to.
+    let (code, stdout, stderr) = run(&dir, &bucket, &["diff", "--fail"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("There were no differences"), "{stdout}");
+    let record = state(&bucket, "LambdaStack").expect("state");
+    let code_props = &record["resources"][FUNCTION]["properties"]["Code"];
+    assert_eq!(code_props["S3Bucket"], asset_bucket.as_str(), "{record}");
+    assert_eq!(code_props["S3Key"], key.as_str());
 }

@@ -2,6 +2,7 @@
 //! mapping (`--resource`, `--resource-mapping`, `--resource-mapping-inline`). The engine is
 //! `engine::deploy::import`. With `--migrate-from-cloudformation`, the mapping comes from the
 //! CloudFormation stack of the same name, which is then retired (`import::migrate_stack`).
+//! Both read the templates as a deploy rewrites them for cdkd-owned asset storage.
 
 use std::sync::Arc;
 
@@ -117,6 +118,16 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
         backend.clone(),
         Some(exports.clone()),
     ));
+    // In a region opted into cdkd-owned asset storage, the templates as a deploy rewrites
+    // them (nested children too), so what is recorded matches what the next deploy compares.
+    let (redirected, _redirected_templates) =
+        crate::assets::redirect_for_reading(&clients, &backend, &account_id, vec![stack.clone()])
+            .await?;
+    let template_file = redirected
+        .into_iter()
+        .next()
+        .map(|s| s.template_file)
+        .unwrap_or_else(|| stack.template_file.clone());
     let registry = Arc::new(crate::provider::routing::registry_for(&backend));
     let env = DeployEnv {
         clients,
@@ -130,7 +141,7 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
     let target = ImportTarget {
         stack_name: &stack.stack_name,
         region: &region,
-        template_file: &stack.template_file,
+        template_file: &template_file,
     };
     if args.migrate_from_cloudformation {
         return migrate(&env, &target, &parameters, args.force).await;
