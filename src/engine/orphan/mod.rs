@@ -10,7 +10,7 @@
 //! Before the save the create-token ledger's nonce is rotated and the orphans' sent entries
 //! dropped, so the stack's next create of the same logical id makes a new resource. The save
 //! stamps version 11, drops the output-resolution record (`skippedOutputs`), and is guarded
-//! by the ETag read.
+//! by the ETag read; when it rewrote an output, the exports index is updated after it.
 //!
 //! The app's template is not changed: a resource it still declares is created anew by the next
 //! deploy (and its readers pointed at the new one); remove it from the app, or import it back.
@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::aws::AwsError;
 use crate::state::backend::{BackendError, S3Backend, SaveCondition};
+use crate::state::exports::ExportIndexStore;
 use crate::state::ledger::{LedgerStore, LoadedLedger};
 use crate::state::{parse_legacy_state, parse_state, parse_state_lossy, LockError, StateError};
 use rewrite::{Findings, Orphans};
@@ -234,6 +235,17 @@ async fn orphan_locked(
     backend
         .save(stack, region, &state, SaveCondition::IfMatch(&etag), legacy)
         .await?;
+    // A rewritten output may be what an export names: the exports index follows the save,
+    // as after a deploy (its own failures are warned, not the orphan's).
+    if outcome.rewrites.iter().any(|r| r.owner == "<outputs>") {
+        ExportIndexStore::new(
+            backend.client().clone(),
+            backend.bucket(),
+            backend.keys().clone(),
+        )
+        .update_stack(region, stack, &state)
+        .await;
+    }
     Ok(OrphanOutcome {
         written: true,
         ..outcome
