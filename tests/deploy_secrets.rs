@@ -371,3 +371,81 @@ async fn a_masked_output_reaches_a_consumer_deployed_in_the_same_run() {
         assert!(!body.contains(&secret), "plaintext in {key}");
     }
 }
+
+/// A secret shorter than 4 characters whose value another resource spells as a template
+/// literal: the literal is stored as the template spells it (it is not a plaintext that came
+/// from a reference), the reference's own position keeps its expression, and `cdkd diff
+/// --fail` right after the deploy finds nothing to change.
+#[tokio::test]
+async fn a_literal_equal_to_a_short_secret_diffs_clean_after_the_deploy() {
+    let app = App::new("cdkd-short-secret");
+    let stack = stack_name("short");
+    let base = format!("/cdkd-test/{}", unique_name("short"));
+    let secret_name = unique_name("short-secret");
+    let short_plain = "abc";
+
+    let config = sdk_config().await;
+    let sm = aws_sdk_secretsmanager::Client::new(&config);
+    sm.create_secret()
+        .name(&secret_name)
+        .secret_string(short_plain)
+        .send()
+        .await
+        .expect("create secret");
+
+    let secret_ref = format!("{{{{resolve:secretsmanager:{secret_name}:SecretString}}}}");
+    let param = |id: &str, value: Value| {
+        json!({
+            "Type": "AWS::SSM::Parameter",
+            "Properties": {"Name": format!("{base}/{id}"), "Type": "String", "Value": value}
+        })
+    };
+    let template = json!({
+        "Resources": {
+            "FromSecret": param("from-secret", json!(secret_ref)),
+            "Literal": param("literal", json!(short_plain))
+        }
+    });
+    app.write_stacks(&[(&stack, &template, &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "deploy failed:\n{stderr}");
+
+    let record = app.record(&stack);
+    let res = &record["resources"];
+    assert_eq!(res["FromSecret"]["properties"]["Value"], json!(secret_ref));
+    assert_eq!(res["Literal"]["properties"]["Value"], json!(short_plain));
+    // The reference's own position never holds the plaintext, in any version.
+    let mut versions = 0;
+    for (key, body) in app.every_object_version().await {
+        if let Ok(v) = serde_json::from_str::<Value>(&body) {
+            if let Some(p) = v.pointer("/resources/FromSecret/properties/Value") {
+                assert_eq!(p, &json!(secret_ref), "{key} holds the secret's plaintext");
+                versions += 1;
+            }
+        }
+    }
+
+    assert!(
+        versions > 0,
+        "a state version records the secret's position"
+    );
+
+    let dir = app.dir.path();
+    let out = support::cdkd()
+        .current_dir(dir)
+        .arg("diff")
+        .args(["--app", dir.to_str().expect("utf-8 path")])
+        .args(["--state-bucket", &app.bucket])
+        .arg("--fail")
+        .output()
+        .expect("runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the unchanged app diffs clean:\n{stdout}\n{stderr}"
+    );
+}

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::needles::MASK;
+use super::needles::{MASK, MIN_NEEDLE_LENGTH};
 use crate::resolve::{intrinsic, ConditionVerdicts, SecretsMap};
 use crate::state::PathSegment;
 
@@ -224,6 +224,63 @@ fn scalar_leaves(v: &Value, path: &mut Vec<PathSegment>, out: &mut Vec<Vec<PathS
     }
 }
 
+/// The positions where the template itself spells a string shorter than
+/// [`MIN_NEEDLE_LENGTH`] as a plain literal and `sent` holds exactly that string.
+///
+/// Such a value is public text, not a plaintext a reference produced; it is exempt from the
+/// whole-value match by value, which would otherwise store it as a short secret's expression
+/// and make the next diff read it as changed. A position under an intrinsic, a dynamic
+/// reference, or a list whose elements cannot be paired one to one is never listed.
+pub fn short_literal_leaves(
+    template: &Map<String, Value>,
+    sent: &Map<String, Value>,
+) -> Vec<Vec<PathSegment>> {
+    let mut out = Vec::new();
+    for (k, t) in template {
+        if let Some(s) = sent.get(k) {
+            let mut path = vec![PathSegment::Key(k.clone())];
+            literal_walk(t, s, &mut path, &mut out);
+        }
+    }
+    out
+}
+
+fn literal_walk(
+    template: &Value,
+    sent: &Value,
+    path: &mut Vec<PathSegment>,
+    out: &mut Vec<Vec<PathSegment>>,
+) {
+    if intrinsic(template).is_some() {
+        return;
+    }
+    match (template, sent) {
+        (Value::String(t), Value::String(s)) => {
+            let dynamic = t.contains(crate::resolve::dynamic::DYNAMIC_REFERENCE_OPENER);
+            if t == s && !dynamic && s.chars().count() < MIN_NEEDLE_LENGTH {
+                out.push(path.clone());
+            }
+        }
+        (Value::Object(t), Value::Object(s)) => {
+            for (k, tv) in t {
+                if let Some(sv) = s.get(k) {
+                    path.push(PathSegment::Key(k.clone()));
+                    literal_walk(tv, sv, path, out);
+                    path.pop();
+                }
+            }
+        }
+        (Value::Array(t), Value::Array(s)) if t.len() == s.len() => {
+            for (i, (tv, sv)) in t.iter().zip(s).enumerate() {
+                path.push(PathSegment::Index(i as u64));
+                literal_walk(tv, sv, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The value at `path` in `v`.
 pub fn get_at<'a>(v: &'a Value, path: &[PathSegment]) -> Option<&'a Value> {
     path.iter().try_fold(v, |cur, seg| match seg {
@@ -232,7 +289,7 @@ pub fn get_at<'a>(v: &'a Value, path: &[PathSegment]) -> Option<&'a Value> {
     })
 }
 
-fn get_at_mut<'a>(v: &'a mut Value, path: &[PathSegment]) -> Option<&'a mut Value> {
+pub fn get_at_mut<'a>(v: &'a mut Value, path: &[PathSegment]) -> Option<&'a mut Value> {
     path.iter().try_fold(v, |cur, seg| match seg {
         PathSegment::Key(k) => cur.as_object_mut()?.get_mut(k),
         PathSegment::Index(i) => cur.as_array_mut()?.get_mut(usize::try_from(*i).ok()?),

@@ -105,3 +105,31 @@ fn comparable_keeps_a_legacy_plaintext_record_equal() {
     let legacy = obj(json!({"P": "plain", "Q": "x"}));
     assert_eq!(comparable(&stored, &sent, &leaves, &legacy), legacy);
 }
+
+#[test]
+fn short_literals_are_listed_only_where_the_template_spells_them() {
+    let template = json!({
+        "A": "abc",
+        "B": "{{resolve:secretsmanager:s}}",
+        "C": {"Ref": "P"},
+        "D": ["abc", "abcdef"],
+        "E": {"F": "ab"}
+    });
+    let sent = json!({
+        "A": "abc",
+        "B": "abc",
+        "C": "abc",
+        "D": ["abc", "abcdef"],
+        "E": {"F": "ab"}
+    });
+    let leaves = short_literal_leaves(template.as_object().unwrap(), sent.as_object().unwrap());
+    let key = |k: &str| PathSegment::Key(k.into());
+    assert_eq!(
+        leaves,
+        vec![
+            vec![key("A")],
+            vec![key("D"), PathSegment::Index(0)],
+            vec![key("E"), key("F")],
+        ]
+    );
+}

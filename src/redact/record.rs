@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use super::needles::Needles;
+use super::positions::{get_at, get_at_mut};
 use crate::state::{Lenient, PathSegment, StackState, StateImportEntry, StateOutputReadEntry};
 
 /// The cross-stack reads a stack's resolution recorded.
@@ -37,6 +38,9 @@ pub struct StoredProperties {
     pub stored: Map<String, Value>,
     /// `noEchoLeaves`; `None` leaves the field as the record has it.
     pub no_echo_leaves: Option<Vec<Vec<PathSegment>>>,
+    /// Where the template spells a short literal ([`super::positions::short_literal_leaves`]):
+    /// kept as spelled by the match by value, so the record says what the template says.
+    pub literal_leaves: Vec<Vec<PathSegment>>,
 }
 
 impl std::fmt::Debug for StoredProperties {
@@ -107,18 +111,20 @@ impl RecordRedactor {
         }
         let needles = &inner.needles;
         for (id, rec) in out.resources.iter_mut() {
+            let mut literals: &[Vec<PathSegment>] = &[];
             if let Some(sp) = inner.resources.get(id) {
                 if rec.properties == sp.sent {
                     rec.properties = sp.stored.clone();
                     if sp.no_echo_leaves.is_some() {
                         rec.no_echo_leaves = sp.no_echo_leaves.clone();
                     }
+                    literals = &sp.literal_leaves;
                 }
             }
             if needles.is_empty() {
                 continue;
             }
-            redact_map(needles, &mut rec.properties);
+            redact_properties(needles, &mut rec.properties, literals);
             if let Some(a) = rec.attributes.as_mut() {
                 redact_map(needles, a);
             }
@@ -130,6 +136,34 @@ impl RecordRedactor {
             redact_map(needles, outputs);
         }
         out
+    }
+}
+
+/// [`redact_map`] except at `literals`, positions whose stored value is a short literal the
+/// template spells: a whole-value match there is a coincidence with a short secret, not
+/// a plaintext a reference produced (the reference's own position was redacted by position).
+fn redact_properties(
+    needles: &Needles,
+    map: &mut Map<String, Value>,
+    literals: &[Vec<PathSegment>],
+) {
+    if literals.is_empty() {
+        return redact_map(needles, map);
+    }
+    let before = Value::Object(std::mem::take(map));
+    let mut after = before.clone();
+    needles.redact_in_place(&mut after);
+    for leaf in literals {
+        let kept = get_at(&before, leaf).filter(|v| {
+            v.as_str()
+                .is_some_and(|s| s.chars().count() < super::MIN_NEEDLE_LENGTH)
+        });
+        if let (Some(kept), Some(slot)) = (kept, get_at_mut(&mut after, leaf)) {
+            *slot = kept.clone();
+        }
+    }
+    if let Value::Object(m) = after {
+        *map = m;
     }
 }
 
@@ -199,6 +233,7 @@ mod tests {
                 sent: sent.clone(),
                 stored: obj(json!({"Value": "{{resolve:ssm-secure:/s}}", "Name": "n"})),
                 no_echo_leaves: Some(vec![]),
+                literal_leaves: vec![],
             },
         );
         r.set_reads(Arc::new(Reads));
@@ -225,5 +260,33 @@ mod tests {
         // The working record is untouched; a second pass adds no duplicate import.
         assert_eq!(state.resources["A"].properties["Value"], "topsecret");
         assert_eq!(r.for_storage(&stored).imports.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_short_literal_the_template_spells_is_kept_its_reference_position_redacted() {
+        let r = RecordRedactor::default();
+        let mut n = Needles::default();
+        n.add_secret("abc", Some("{{resolve:secretsmanager:s}}"));
+        r.add_needles(&n);
+        let sent = obj(json!({"Value": "abc", "Tags": ["abc", "x"]}));
+        r.record_properties(
+            "Lit",
+            StoredProperties {
+                sent: sent.clone(),
+                stored: sent.clone(),
+                no_echo_leaves: None,
+                literal_leaves: vec![vec![PathSegment::Key("Value".into())]],
+            },
+        );
+        let mut state = StackState::new("S", "us-east-1");
+        state.resources.insert(
+            "Lit".into(),
+            ResourceState::new("p".to_string(), "T".to_string(), sent),
+        );
+        let stored = r.for_storage(&state);
+        let props = &stored.resources["Lit"].properties;
+        assert_eq!(props["Value"], "abc");
+        // A position the template does not spell as that literal is still redacted.
+        assert_eq!(props["Tags"][0], "{{resolve:secretsmanager:s}}");
     }
 }
