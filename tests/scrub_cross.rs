@@ -624,3 +624,149 @@ async fn a_re_export_chain_refuses_its_end_naming_every_stack_head_first() {
         "nothing was written"
     );
 }
+
+/// A parent passing `params` to a child with `child_template`; the child's record holds
+/// `rows` (SSM parameter rows). Returns (parent, child).
+async fn nested_pair(
+    app: &App,
+    child_template: &Value,
+    params: Value,
+    stored_params: Value,
+    rows: &[(&str, &str)],
+) -> (String, String) {
+    let parent = name("parent");
+    let child = format!("{parent}~Child");
+    std::fs::write(
+        app.dir.path().join("child.nested.template.json"),
+        child_template.to_string(),
+    )
+    .expect("child template");
+    let parent_template = json!({
+        "Resources": {"Child": {
+            "Type": "AWS::CloudFormation::Stack",
+            "Metadata": {"aws:asset:path": "child.nested.template.json"},
+            "Properties": {"TemplateURL": "https://example.invalid/child.json",
+                           "Parameters": params}
+        }}
+    });
+    app.write_stacks(&[(&parent, &parent_template, &[])]);
+    let parent_record = json!({"version": 11, "stackName": parent, "region": REGION,
+        "resources": {"Child": {
+            "physicalId": format!("arn:cdkd-local:{REGION}:123456789012:nested-stack/{parent}/Child"),
+            "resourceType": "AWS::CloudFormation::Stack",
+            "properties": {"TemplateURL": "https://example.invalid/child.json",
+                           "Parameters": stored_params},
+            "attributes": {}
+        }},
+        "outputs": {}, "lastModified": 1});
+    put(app, &state_key(&parent), &parent_record).await;
+    let mut child_record = record(&child, rows, json!({}));
+    child_record["parentStack"] = json!(parent);
+    child_record["parentLogicalId"] = json!("Child");
+    child_record["parentRegion"] = json!(REGION);
+    put(app, &state_key(&child), &child_record).await;
+    (parent, child)
+}
+
+#[tokio::test]
+async fn a_childs_parameters_are_bound_to_what_its_parent_passes() {
+    let app = App::new("cdkd-scrubx");
+    let plain = "Pl41nBoundSecret";
+    let reference = secret(plain).await;
+    let token = "T0kenPassedLiteral";
+    // No Default on either parameter, and a pattern only the plaintext would meet.
+    let child_template = json!({
+        "Parameters": {
+            "DbPass": {"Type": "String", "AllowedPattern": "^[A-Za-z0-9]+$"},
+            "Token": {"Type": "String", "NoEcho": true}
+        },
+        "Resources": {
+            "Reader": param(json!({"Fn::Sub": "pw=${DbPass}"})),
+            "TokenUser": param(json!({"Ref": "Token"}))
+        }
+    });
+    let (parent, child) = nested_pair(
+        &app,
+        &child_template,
+        json!({"DbPass": reference, "Token": token}),
+        json!({"DbPass": plain, "Token": token}),
+        &[("Reader", &format!("pw={plain}")), ("TokenUser", token)],
+    )
+    .await;
+
+    let (code, text) = scrub(&app, &[&parent, "--dry-run", "--fail"]);
+    assert_eq!(code, 1, "the child's plaintext is found by position");
+    assert!(
+        !text.contains("placeholder"),
+        "the passed parameter is bound: {text}"
+    );
+    let (code, text) = scrub(&app, &[&parent]);
+    assert_eq!(code, 0, "the real run: {text}");
+    let after = get(&app, &state_key(&child)).await;
+    assert_eq!(
+        after["resources"]["Reader"]["properties"]["Value"],
+        json!(format!("pw={reference}")),
+        "the position the parameter fills holds the parent's expression"
+    );
+    assert_eq!(
+        after["resources"]["TokenUser"]["properties"]["Value"],
+        json!("***"),
+        "the child's NoEcho parameter is masked"
+    );
+    assert!(
+        after["resources"]["TokenUser"]["noEchoLeaves"]
+            .to_string()
+            .contains("Value"),
+        "{after}"
+    );
+    assert!(!after.to_string().contains(plain));
+    assert!(!after.to_string().contains(token));
+    let (code, text) = scrub(&app, &[&parent, "--dry-run", "--fail"]);
+    assert_eq!(code, 0, "clean afterwards: {text}");
+}
+
+#[tokio::test]
+async fn a_parent_passed_secret_is_looked_for_only_in_the_resources_reading_it() {
+    let app = App::new("cdkd-scrubx");
+    let plain = "Pl41nScopedSecret";
+    let reference = secret(plain).await;
+    // `Unrelated` is a literal of the child's template that merely contains the same text.
+    let literal = format!("note {plain}");
+    let child_template = json!({
+        "Parameters": {"DbPass": {"Type": "String"}},
+        "Resources": {
+            "Reader": param(json!({"Ref": "DbPass"})),
+            "Unrelated": param(json!(literal))
+        }
+    });
+    let (parent, child) = nested_pair(
+        &app,
+        &child_template,
+        json!({"DbPass": reference}),
+        json!({"DbPass": reference}),
+        &[("Reader", plain), ("Unrelated", &literal)],
+    )
+    .await;
+
+    let (code, text) = scrub(&app, &[&parent]);
+    assert_eq!(code, 0, "the real run: {text}");
+    let after = get(&app, &state_key(&child)).await;
+    assert_eq!(
+        after["resources"]["Reader"]["properties"]["Value"],
+        json!(reference),
+        "the reader of the parameter is rewritten"
+    );
+    assert_eq!(
+        after["resources"]["Unrelated"]["properties"]["Value"],
+        json!(literal),
+        "a resource that does not read the parameter is left alone"
+    );
+    // A second run learns the expression now stored in the child, and still leaves it alone.
+    let (code, text) = scrub(&app, &[&parent]);
+    assert_eq!(code, 0, "{text}");
+    let again = get(&app, &state_key(&child)).await;
+    assert_eq!(
+        again["resources"]["Unrelated"]["properties"]["Value"],
+        json!(literal)
+    );
+}

@@ -9,7 +9,7 @@
 //! [`after_rewrite`] (cross-stack read names, and the record kept for the later passes) and
 //! [`after_stack`] (the exports index pass, then the nested children).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -41,7 +41,7 @@ pub struct RunContext {
     app: Vec<AppStack>,
     targets: BTreeSet<(String, String)>,
     /// (child stack, region) → what its parent's row hands it.
-    inherited: Mutex<HashMap<(String, String), Needles>>,
+    inherited: Mutex<HashMap<(String, String), nested::Handed>>,
     /// (nested child, region) → its template file (for a grandchild's `aws:asset:path`).
     child_files: Mutex<HashMap<(String, String), PathBuf>>,
     /// (stack, region) → the outputs its scrub stores (or would, under `--dry-run`).
@@ -119,13 +119,20 @@ impl RunContext {
             .cloned()
     }
 
-    pub(super) fn remember_child(&self, child: &str, region: &str, file: PathBuf, n: Needles) {
+    pub(super) fn remember_child(
+        &self,
+        child: &str,
+        region: &str,
+        file: PathBuf,
+        n: nested::Handed,
+    ) {
         let key = (child.to_owned(), region.to_owned());
         lock(&self.child_files).insert(key.clone(), file);
         lock(&self.inherited).insert(key, n);
     }
 
-    fn take_inherited(&self, stack: &str, region: &str) -> Option<Needles> {
+    /// What the parent's row handed this (child) stack; taken once.
+    pub(super) fn take_inherited(&self, stack: &str, region: &str) -> Option<nested::Handed> {
         lock(&self.inherited).remove(&(stack.to_owned(), region.to_owned()))
     }
 
@@ -165,6 +172,11 @@ pub struct AcrossReport {
     pub(crate) scrubbed: Option<StackState>,
     /// Every needle the stack's scrub used.
     pub(crate) needles: Needles,
+    /// Nested-stack row → its `Parameters` as the by-position pass resolved them (references
+    /// kept): what the row hands its child.
+    pub(crate) nested_params: BTreeMap<String, Value>,
+    /// This stack's parameters that count as NoEcho (declared, or handed down from one).
+    pub(crate) no_echo_params: BTreeSet<String>,
 }
 
 impl AcrossReport {
@@ -230,8 +242,9 @@ impl AcrossReport {
     }
 }
 
-/// Before the main pass: the needles a parent handed this (child) stack, and those of its
-/// cross-stack reads (refusing the stack when a read cannot be resolved).
+/// Before the main pass: the needles of the stack's cross-stack reads (refusing the stack when
+/// a read cannot be resolved). What a parent hands a child is taken by the caller: its secrets
+/// are scoped to the child resources that read the parameter, not run-wide.
 pub async fn before_main_pass(
     env: &ScrubEnv,
     target: &ScrubTarget<'_>,
@@ -239,9 +252,6 @@ pub async fn before_main_pass(
     needles: &mut Needles,
     outcome: &mut StackOutcome,
 ) {
-    if let Some(inherited) = env.run.take_inherited(target.stack_name, target.region) {
-        needles.merge(&inherited);
-    }
     cross::cross_region_prepass(env, target, outcome).await;
     cross::learn_reads(env, target, record, needles, outcome).await;
 }

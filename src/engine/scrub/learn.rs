@@ -4,6 +4,8 @@
 //! template), and the stack's NoEcho parameter values (their defaults: scrub takes no
 //! `--parameters`).
 
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 
 use crate::redact::Needles;
@@ -18,17 +20,27 @@ pub struct Learned {
     pub unresolved: Vec<String>,
 }
 
-/// Learns the secrets of `template` (raw JSON) and of the stored `record` (raw JSON).
+/// Learns the secrets of `template` (raw JSON) and of the stored `record` (raw JSON). A
+/// record's expression in `scoped` (one a nested child's parent passes, which the child's
+/// template does not write itself) is left to the consumers of that parameter.
 pub async fn learn(
     reader: &ExternalReader,
     region: &str,
     template: &Value,
     record: &Value,
+    scoped: &BTreeSet<String>,
 ) -> Learned {
     let mut learned = Learned::default();
     let mut refs: Vec<DynamicReference> = Vec::new();
     collect_references(template, &mut refs);
-    collect_references(record, &mut refs);
+    let own: BTreeSet<String> = refs.iter().map(|r| r.text.clone()).collect();
+    let mut stored: Vec<DynamicReference> = Vec::new();
+    collect_references(record, &mut stored);
+    refs.extend(
+        stored
+            .into_iter()
+            .filter(|r| own.contains(&r.text) || !scoped.contains(&r.text)),
+    );
     let mut seen: Vec<String> = Vec::new();
     for r in refs {
         if seen.contains(&r.text) {

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::learn::Learned;
+use super::nested::Handed;
 use super::position::{position_pass, PositionInput};
 use super::rewrite::{rewrite, OutputRules, Rewrite};
 use super::{readers, ScrubEnv, ScrubTarget, StackOutcome};
@@ -17,6 +18,7 @@ pub async fn run(
     target: &ScrubTarget<'_>,
     state: &mut StackState,
     mut learned: Learned,
+    handed: &Handed,
     outcome: &mut StackOutcome,
 ) -> (Learned, Rewrite) {
     let (stack, region) = (target.stack_name, target.region);
@@ -27,6 +29,7 @@ pub async fn run(
         region,
         account_id,
         template: target.template,
+        handed,
     };
     let positioned = match position_pass(&input, state).await {
         Ok(p) => Some(p),
@@ -48,6 +51,8 @@ pub async fn run(
         named = p.named_outputs;
         all_exports_resolved = p.all_exports_resolved;
         export_names = p.export_names;
+        outcome.across.nested_params = p.nested_params;
+        outcome.across.no_echo_params = p.no_echo_params;
         let mask = |v: Vec<String>| -> Vec<String> {
             v.iter().map(|l| learned.needles.mask_text(l)).collect()
         };
@@ -65,7 +70,7 @@ pub async fn run(
         }
     }
 
-    let run_has_secret = !learned.needles.is_empty();
+    let run_has_secret = !learned.needles.is_empty() || handed.carries_secret();
     let candidates = state
         .outputs
         .as_ref()

@@ -123,12 +123,21 @@ async fn scrub_locked(
     }
     let original = loaded.parsed.state.clone();
     let raw_record = serde_json::to_value(&original).unwrap_or(Value::Null);
-    let mut learned = learn::learn(&env.reader, region, target.template, &raw_record).await;
+    let handed = env.run.take_inherited(stack, region).unwrap_or_default();
+    let mut learned = learn::learn(
+        &env.reader,
+        region,
+        target.template,
+        &raw_record,
+        &handed.references(),
+    )
+    .await;
     across::before_main_pass(env, target, &original, &mut learned.needles, outcome).await;
     outcome.unresolved = learned.unresolved.clone();
 
     let mut state = original.clone();
-    let (learned, change) = main_pass::run(env, target, &mut state, learned, outcome).await;
+    let (learned, change) =
+        main_pass::run(env, target, &mut state, learned, &handed, outcome).await;
     outcome.rewrite = change.clone();
     across::after_rewrite(&mut state, &learned.needles, outcome);
     let changed = state != original;

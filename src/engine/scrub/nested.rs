@@ -10,6 +10,7 @@
 //! it is EXACTLY what that output resolves to in this run; one that holds a plaintext this run
 //! recorded but matches no output is a finding. `--dry-run` reports either as a finding.
 
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -18,9 +19,10 @@ use serde_json::{Map, Value};
 
 use super::report::StackOutcome;
 use super::{scrub_stack, ScrubEnv, ScrubOptions, ScrubTarget};
-use crate::redact::Needles;
+use crate::redact::{Needles, NoEchoScope};
 use crate::resolve::dynamic::{collect_references, DynamicReference};
 use crate::resolve::external::{holds_mask, holds_reference};
+use crate::resolve::ConditionVerdicts;
 use crate::state::backend::SaveCondition;
 use crate::state::keys::nested_stack_name;
 use crate::state::{purge_noncurrent_versions, StackState};
@@ -81,16 +83,19 @@ pub async fn scrub_children(
             .and_then(|r| r.properties.get("Parameters"))
             .cloned()
             .unwrap_or(Value::Null);
-        let needles = handed_down(
+        let resolved_params = outcome.across.nested_params.get(id).cloned();
+        let handed = handed_down(
             env,
             target.template,
+            &outcome.across.no_echo_params,
             &template,
             &row_params,
+            resolved_params.as_ref(),
             &stored_params,
             region,
         )
         .await;
-        env.run.remember_child(&child, region, file, needles);
+        env.run.remember_child(&child, region, file, handed);
         let child_target = ScrubTarget {
             stack_name: &child,
             region,
@@ -129,49 +134,112 @@ fn child_template_file(
     Ok(dir.join(path))
 }
 
-/// What the parent's row hands the child: the secrets its `Parameters` pass.
+/// What a parent's row hands its child (scrub spec, "How a child's secrets are learned").
+#[derive(Debug, Clone, Default)]
+pub struct Handed {
+    /// Child parameter → the value the row passes, `{{resolve:...}}` expressions kept (the
+    /// child's by-position pass binds its parameters to these, as a deploy does).
+    pub values: BTreeMap<String, Value>,
+    /// Child parameters the row fills from a NoEcho source of the parent: they count as
+    /// NoEcho in the child.
+    pub no_echo: BTreeSet<String>,
+    /// Child parameter → the secrets it carries: looked for only in the records of the
+    /// child resources that read the parameter.
+    pub scoped: BTreeMap<String, Needles>,
+}
+
+impl Handed {
+    /// The `{{resolve:...}}` texts the parent passes.
+    pub fn references(&self) -> BTreeSet<String> {
+        let mut refs = Vec::new();
+        for v in self.values.values() {
+            collect_references(v, &mut refs);
+        }
+        refs.into_iter().map(|r| r.text).collect()
+    }
+
+    /// Whether any parameter carries a secret.
+    pub fn carries_secret(&self) -> bool {
+        self.scoped.values().any(|n| !n.is_empty())
+    }
+}
+
+/// What the parent's row hands the child: per child parameter, the value passed (the row as
+/// the parent's by-position pass resolved it, else the parent's record) and its secrets.
+#[allow(clippy::too_many_arguments)]
 async fn handed_down(
     env: &ScrubEnv,
     parent_template: &Value,
+    parent_inherited_no_echo: &BTreeSet<String>,
     child_template: &Value,
     row_params: &Value,
+    resolved_params: Option<&Value>,
     stored_params: &Value,
     region: &str,
-) -> Needles {
-    let mut needles = Needles::default();
-    let mut refs: Vec<DynamicReference> = Vec::new();
-    collect_references(row_params, &mut refs);
-    for r in refs {
-        if let Ok(fetched) = env.reader.fetch_dynamic(&r.fetch_key(region)).await {
-            if let Ok((value, true)) = r.value_from(&fetched) {
-                needles.add_secret(&value, Some(&r.text));
-            }
-        }
-    }
-    let parent_params = parent_template.get("Parameters").and_then(Value::as_object);
+) -> Handed {
+    let mut handed = Handed::default();
     let empty = Map::new();
-    for (name, p) in parent_params.unwrap_or(&empty) {
-        if is_no_echo(p) && reads_parameter(row_params, name) {
-            if let Some(d) = p.get("Default") {
-                needles.add_no_echo(d);
-            }
-        }
-    }
+    let parent_params = parent_template.get("Parameters").and_then(Value::as_object);
+    let parent_no_echo: HashSet<String> = parent_params
+        .unwrap_or(&empty)
+        .iter()
+        .filter(|(_, p)| is_no_echo(p))
+        .map(|(n, _)| n.clone())
+        .chain(parent_inherited_no_echo.iter().cloned())
+        .collect();
     let child_params = child_template.get("Parameters").and_then(Value::as_object);
-    for (name, p) in child_params.unwrap_or(&empty) {
-        if !is_no_echo(p) {
-            continue;
-        }
-        for passed in [row_params.get(name), stored_params.get(name)]
-            .into_iter()
-            .flatten()
-        {
-            if !holds_reference(passed) && !holds_mask(passed) {
-                needles.add_no_echo(passed);
+    let verdicts = ConditionVerdicts::new();
+    for (name, declared) in child_params.unwrap_or(&empty) {
+        let row = row_params.get(name);
+        let stored = stored_params.get(name);
+        let value = resolved_params
+            .and_then(|r| r.get(name))
+            .or(stored.filter(|v| !holds_mask(v)))
+            .cloned();
+        let mut needles = Needles::default();
+        if let Some(v) = &value {
+            let mut refs: Vec<DynamicReference> = Vec::new();
+            collect_references(v, &mut refs);
+            for r in refs {
+                if let Ok(fetched) = env.reader.fetch_dynamic(&r.fetch_key(region)).await {
+                    if let Ok((plain, true)) = r.value_from(&fetched) {
+                        needles.add_secret(&plain, Some(&r.text));
+                    }
+                }
             }
         }
+        // A row filling the parameter from a NoEcho parameter of the parent (either branch of
+        // an Fn::If: scrub cannot tell which one the deploy took).
+        let scope = NoEchoScope {
+            params: &parent_no_echo,
+            verdicts: &verdicts,
+        };
+        let from_no_echo = row.is_some_and(|r| scope.reads(r).is_some());
+        if from_no_echo {
+            handed.no_echo.insert(name.clone());
+            for (pname, p) in parent_params.unwrap_or(&empty) {
+                if is_no_echo(p) && row.is_some_and(|r| reads_parameter(r, pname)) {
+                    if let Some(d) = p.get("Default") {
+                        needles.add_no_echo(d);
+                    }
+                }
+            }
+        }
+        if is_no_echo(declared) || from_no_echo {
+            for passed in [value.as_ref(), stored].into_iter().flatten() {
+                if !holds_reference(passed) && !holds_mask(passed) {
+                    needles.add_no_echo(passed);
+                }
+            }
+        }
+        if let Some(v) = value {
+            handed.values.insert(name.clone(), v);
+        }
+        if !needles.is_empty() {
+            handed.scoped.insert(name.clone(), needles);
+        }
     }
-    needles
+    handed
 }
 
 fn is_no_echo(p: &Value) -> bool {

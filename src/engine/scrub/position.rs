@@ -11,23 +11,29 @@
 //! (secrets of 4 characters or more), and a per-record set (shorter secrets, and the NoEcho
 //! plaintext a record held at a masked position) applied to that record only.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::nested::Handed;
 use super::position_paths::{mask_no_echo_leaves, restore_secret_leaves, Pairing};
 use crate::provider::routing::default_registry;
 use crate::provider::{is_skipped_type, schema, Registry, Route};
 use crate::redact::{mask_leaves, with_expressions, Needles, NoEchoScope};
-use crate::resolve::dynamic::{DynamicLookup, DynamicReference, DYNAMIC_REFERENCE_OPENER};
+use crate::resolve::dynamic::{
+    collect_references, DynamicLookup, DynamicReference, DYNAMIC_REFERENCE_OPENER,
+};
 use crate::resolve::{
-    bind_parameters, prune, ExternalReader, NoResources, PrefetchedLookup, ResolveContext,
-    ResolveError, Resolver, ResourceLookup, SecretsMap,
+    bind_parameters, prune, ConditionVerdicts, ExternalReader, NoResources, PrefetchedLookup,
+    ResolveContext, ResolveError, Resolver, ResourceLookup, SecretsMap,
 };
 use crate::state::{PathSegment, ResourceState, StackState};
 use crate::template::Template;
+
+/// The nested-stack resource type (its `Parameters` are what it hands its child).
+const NESTED_STACK_TYPE: &str = "AWS::CloudFormation::Stack";
 
 /// What the pass did and learned.
 #[derive(Debug, Default)]
@@ -49,6 +55,10 @@ pub struct Positioned {
     pub not_examined: Vec<String>,
     /// The `${Name}` warnings of references scrub cannot bind.
     pub warnings: Vec<String>,
+    /// Nested-stack row → its `Parameters` resolved, references kept (what it hands its child).
+    pub nested_params: BTreeMap<String, Value>,
+    /// The parameters counted NoEcho here (declared, or handed down from a NoEcho source).
+    pub no_echo_params: BTreeSet<String>,
 }
 
 /// The resolution inputs of one stack.
@@ -58,6 +68,8 @@ pub struct PositionInput<'a> {
     pub region: &'a str,
     pub account_id: Option<String>,
     pub template: &'a Value,
+    /// What a nested child's parent passes it (empty for a top-level stack).
+    pub handed: &'a Handed,
 }
 
 /// A record's resources as `Ref` / `Fn::GetAtt` read them.
@@ -138,11 +150,36 @@ pub async fn position_pass(
     let no_echo: HashSet<String> = template
         .parameters
         .iter()
-        .filter(|(_, p)| p.no_echo)
+        .filter(|(n, p)| p.no_echo || input.handed.no_echo.contains(*n))
         .map(|(n, _)| n.clone())
         .collect();
-    // scrub takes no --parameters: a parameter with no Default stays unbound.
+    out.no_echo_params = no_echo.iter().cloned().collect();
+    // A nested child's parameters take what its parent's row passes, as a deploy binds them;
+    // the value may still be a `{{resolve:...}}` expression, so the constraints (which a
+    // deploy checked against the plaintext) are not re-checked here.
+    for (name, value) in &input.handed.values {
+        if let Some(p) = template.parameters.get_mut(name) {
+            p.default = Some(value.clone());
+            p.no_echo = no_echo.contains(name);
+            p.allowed_values = None;
+            p.allowed_pattern = None;
+            p.min_length = None;
+            p.max_length = None;
+            p.min_value = None;
+            p.max_value = None;
+        }
+    }
+    // scrub takes no --parameters: any other parameter with no Default stays unbound.
     template.parameters.retain(|_, p| p.default.is_some());
+    // A secret only the parent passes is looked for in the records that read it, not run-wide.
+    let mut own_refs: Vec<DynamicReference> = Vec::new();
+    collect_references(input.template, &mut own_refs);
+    let scoped_refs: HashSet<String> = input
+        .handed
+        .references()
+        .into_iter()
+        .filter(|t| !own_refs.iter().any(|r| &r.text == t))
+        .collect();
     let ctx = ResolveContext::new(input.stack, input.region, input.account_id.clone());
     let lookup = PrefetchedLookup::new(input.reader.clone(), ctx.clone());
     lookup.prefetch_parameters(&template, &[]).await;
@@ -172,8 +209,14 @@ pub async fn position_pass(
             }
             for (key, value) in &res.properties {
                 let label = format!("Resources.{id}.Properties.{key}");
+                let resolved = resolver.resolve_value(value, &label);
+                if res.type_ == NESTED_STACK_TYPE && key == "Parameters" {
+                    if let Ok(Some(v)) = &resolved {
+                        out.nested_params.insert(id.clone(), v.clone());
+                    }
+                }
                 pending.push(Pending {
-                    resolved: resolver.resolve_value(value, &label),
+                    resolved,
                     label,
                     resource: Some((id.clone(), key.clone())),
                     output: None,
@@ -226,6 +269,30 @@ pub async fn position_pass(
         verdicts: &verdicts,
     };
     let mut per_resource: HashMap<String, Secured> = HashMap::new();
+    // The parent-passed secrets of each parameter go to the records of its readers.
+    if !input.handed.scoped.is_empty() {
+        let any_branch = ConditionVerdicts::new();
+        for (id, res) in &template.resources {
+            if !state.resources.contains_key(id) {
+                continue;
+            }
+            let props = Value::Object(res.properties.clone());
+            for (param, needles) in &input.handed.scoped {
+                let one: HashSet<String> = std::iter::once(param.clone()).collect();
+                let reads = NoEchoScope {
+                    params: &one,
+                    verdicts: &any_branch,
+                };
+                if reads.reads(&props).is_some() {
+                    per_resource
+                        .entry(id.clone())
+                        .or_default()
+                        .scoped
+                        .merge(needles);
+                }
+            }
+        }
+    }
     for p in pending {
         let value = match p.resolved {
             Ok(Some(v)) => v,
@@ -247,7 +314,15 @@ pub async fn position_pass(
                 continue;
             }
         };
-        learn_positions(&lookup, input.region, &secrets, &mut out.needles);
+        let mut scoped = Needles::default();
+        learn_positions(
+            &lookup,
+            input.region,
+            &secrets,
+            &scoped_refs,
+            &mut out.needles,
+            &mut scoped,
+        );
         let mut stored = with_expressions(&sent, &secrets);
         let leaves = scope.leaves(&p.template_value, &sent);
         mask_leaves(&mut stored, &leaves);
@@ -259,6 +334,7 @@ pub async fn position_pass(
                 full
             };
             s.no_echo_leaves.extend(leaves.into_iter().map(prefix));
+            s.scoped.merge(&scoped);
             s.sent.insert(key.clone(), sent);
             s.stored.insert(key, stored);
         } else if let Some(name) = p.output {
@@ -311,6 +387,8 @@ struct Secured {
     sent: Map<String, Value>,
     stored: Map<String, Value>,
     no_echo_leaves: Vec<Vec<PathSegment>>,
+    /// Secrets only this record is searched for (what a parent passes a parameter it reads).
+    scoped: Needles,
 }
 
 /// Puts `secured`'s stored form back into `rec` (properties, observed baseline, attributes
@@ -327,6 +405,7 @@ fn repair_record(
     let leaves = &secured.no_echo_leaves;
     let mut changed = 0;
     let mut local = learned.clone();
+    local.merge(&secured.scoped);
     let mut props = Value::Object(std::mem::take(&mut rec.properties));
     let original_props = props.clone();
     changed += restore_secret_leaves(&stored, &sent, &mut props, Pairing::Sent);
@@ -398,13 +477,17 @@ fn repair_record(
     changed
 }
 
-/// Adds the plaintext behind each secret position, paired with its reference.
+/// Adds the plaintext behind each secret position, paired with its reference: to `needles`
+/// (run-wide), or to `scoped` (this record only) for a reference in `scoped_refs`.
 fn learn_positions(
     lookup: &PrefetchedLookup,
     region: &str,
     secrets: &SecretsMap,
+    scoped_refs: &HashSet<String>,
     needles: &mut Needles,
+    scoped: &mut Needles,
 ) {
+    let (mut scoped_plain, mut own_plain) = (HashSet::new(), HashSet::new());
     for (_, position) in secrets.positions() {
         for text in &position.references {
             let Ok(r) = DynamicReference::parse(text) else {
@@ -413,12 +496,21 @@ fn learn_positions(
             let key = r.fetch_key(region);
             if let Ok(fetched) = lookup.fetched(&key) {
                 if let Ok((plain, true)) = r.value_from(&fetched) {
-                    needles.add_secret(&plain, Some(text));
+                    if scoped_refs.contains(text) {
+                        scoped.add_secret(&plain, Some(text));
+                        scoped_plain.insert(plain);
+                    } else {
+                        needles.add_secret(&plain, Some(text));
+                        own_plain.insert(plain);
+                    }
                 }
             }
         }
     }
     for plain in secrets.plaintexts() {
+        if scoped_plain.contains(plain) && !own_plain.contains(plain) {
+            continue;
+        }
         needles.add_secret(plain, None);
     }
 }
