@@ -1,9 +1,12 @@
 //! Nested stacks (scrub spec, "Nested stacks"). A child's template consumes a secret through a
 //! parameter, so the child alone does not say which values are secrets: they are learned from
-//! the PARENT's row (`Properties.Parameters`): each `{{resolve:...}}` it passes, each NoEcho
-//! parameter of the parent it reads, and, for a parameter the child declares NoEcho, the value
-//! the parent's record says it passed. The child (`{parent}~{logicalId}`) is then scrubbed
-//! like any stack, with those needles, after its parent.
+//! the PARENT's row (`Properties.Parameters`, as the parent's by-position pass resolved it, else
+//! as the parent's record stores it). The child (`{parent}~{logicalId}`) is scrubbed after its
+//! parent with its parameters bound to those values, `{{resolve:...}}` expressions kept, so its
+//! by-position pass places them as a deploy does; a parameter the row fills from a NoEcho source
+//! of the parent counts as NoEcho in the child. The secrets a parameter carries (the plaintexts
+//! of its references, NoEcho values passed) are looked for only in the records of the child
+//! resources that read that parameter.
 //!
 //! After each child, the parent's row attribute `Outputs.<Name>` (the parent's mirror of the
 //! child's output) is rewritten, under the parent's lock, to the child's scrubbed output when
