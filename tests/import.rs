@@ -473,3 +473,70 @@ async fn an_import_in_cdkd_assets_mode_records_the_asset_bucket_the_deploy_uses(
     assert_eq!(code_props["S3Bucket"], asset_bucket.as_str(), "{record}");
     assert_eq!(code_props["S3Key"], key.as_str());
 }
+
+/// (Orphan, the way out before an import back.) An orphan that rewrites a stack output an
+/// export names brings the exports index along, as a deploy's save does.
+#[tokio::test]
+async fn an_orphan_that_rewrites_an_exported_output_updates_the_exports_index() {
+    let bucket = unique_name("cdkd-orphan-export");
+    let out = cdkd()
+        .args(["bootstrap", "--no-assets", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stack = format!("Export{}", unique_name("s").replace('-', "x"));
+    let export = format!("{stack}-QueueUrl");
+    let url = format!("https://sqs.{REGION}.amazonaws.com/123456789012/{stack}-q");
+    // A record whose exported output still holds a reference to the queue.
+    let record = json!({"version": 11, "stackName": stack, "region": REGION,
+        "resources": {"Queue": {"physicalId": url, "resourceType": "AWS::SQS::Queue",
+            "properties": {}, "attributes": {}}},
+        "outputs": {export.as_str(): {"Ref": "Queue"}},
+        "exportNames": [export]});
+    let s3 = s3_client().await;
+    s3.put_object()
+        .bucket(&bucket)
+        .key(format!("cdkd/{stack}/{REGION}/state.json"))
+        .body(record.to_string().into_bytes().into())
+        .send()
+        .await
+        .expect("put state");
+    // The index as the deploy that wrote that record left it.
+    let index_key = format!("cdkd/_index/{REGION}/exports.json");
+    let stale = json!({"indexVersion": 1, "region": REGION, "exports": {export.as_str(): {
+        "value": {"Ref": "Queue"}, "producerStack": stack, "producerRegion": REGION}},
+        "lastModified": 1});
+    s3.put_object()
+        .bucket(&bucket)
+        .key(&index_key)
+        .body(stale.to_string().into_bytes().into())
+        .send()
+        .await
+        .expect("put index");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (code, _, stderr) = run(
+        &dir,
+        &bucket,
+        &["state", "orphan", &stack, "--resource", "Queue"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let index = s3
+        .get_object()
+        .bucket(&bucket)
+        .key(&index_key)
+        .send()
+        .await
+        .expect("the exports index is written");
+    let index: Value =
+        serde_json::from_slice(&index.body.collect().await.expect("body").to_vec()).expect("json");
+    let text = index.to_string();
+    assert!(text.contains(&export) && text.contains(&url), "{index}");
+    assert!(!text.contains("\"Ref\""), "{index}");
+    let after = state(&bucket, &stack).expect("state");
+    assert_eq!(after["outputs"][&export], url.as_str(), "{after}");
+}
