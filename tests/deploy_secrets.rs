@@ -430,22 +430,45 @@ async fn a_literal_equal_to_a_short_secret_diffs_clean_after_the_deploy() {
         "a state version records the secret's position"
     );
 
-    let dir = app.dir.path();
-    let out = support::cdkd()
-        .current_dir(dir)
-        .arg("diff")
-        .args(["--app", dir.to_str().expect("utf-8 path")])
-        .args(["--state-bucket", &app.bucket])
-        .arg("--fail")
-        .output()
-        .expect("runs");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    let diff_fail = || {
+        let dir = app.dir.path();
+        let out = support::cdkd()
+            .current_dir(dir)
+            .arg("diff")
+            .args(["--app", dir.to_str().expect("utf-8 path")])
+            .args(["--state-bucket", &app.bucket])
+            .arg("--fail")
+            .output()
+            .expect("runs");
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let (code, text) = diff_fail();
+    assert_eq!(code, Some(0), "the unchanged app diffs clean:\n{text}");
+
+    // A later deploy that changes another resource leaves the unchanged literal as spelled.
+    let mut template = template;
+    template["Resources"]["Other"] = param("other", json!("other-value"));
+    app.write_stacks(&[(&stack, &template, &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "second deploy failed:\n{stderr}");
+    let record = app.record(&stack);
+    assert_eq!(
+        record["resources"]["Literal"]["properties"]["Value"],
+        json!(short_plain)
     );
     assert_eq!(
-        out.status.code(),
+        record["resources"]["FromSecret"]["properties"]["Value"],
+        json!(secret_ref)
+    );
+    let (code, text) = diff_fail();
+    assert_eq!(
+        code,
         Some(0),
-        "the unchanged app diffs clean:\n{stdout}\n{stderr}"
+        "the app diffs clean after the second deploy:\n{text}"
     );
 }

@@ -224,56 +224,49 @@ fn scalar_leaves(v: &Value, path: &mut Vec<PathSegment>, out: &mut Vec<Vec<PathS
     }
 }
 
-/// The positions where the template itself spells a string shorter than
-/// [`MIN_NEEDLE_LENGTH`] as a plain literal and `sent` holds exactly that string.
+/// The strings shorter than [`MIN_NEEDLE_LENGTH`] a resource's template properties spell as
+/// plain literals, with their positions.
 ///
-/// Such a value is public text, not a plaintext a reference produced; it is exempt from the
-/// whole-value match by value, which would otherwise store it as a short secret's expression
-/// and make the next diff read it as changed. A position under an intrinsic, a dynamic
-/// reference, or a list whose elements cannot be paired one to one is never listed.
-pub fn short_literal_leaves(
-    template: &Map<String, Value>,
-    sent: &Map<String, Value>,
-) -> Vec<Vec<PathSegment>> {
+/// Such a value is public text, not a plaintext a reference produced; at its position it is
+/// exempt from the whole-value match by value, which would otherwise store it as a short
+/// secret's expression and make the next diff read it as changed. Nothing under an intrinsic
+/// or inside a dynamic reference is listed, nor anything in a list with an intrinsic element
+/// (an `AWS::NoValue` could shift the positions after it).
+pub fn short_literals(template: &Map<String, Value>) -> Vec<(Vec<PathSegment>, String)> {
     let mut out = Vec::new();
     for (k, t) in template {
-        if let Some(s) = sent.get(k) {
-            let mut path = vec![PathSegment::Key(k.clone())];
-            literal_walk(t, s, &mut path, &mut out);
-        }
+        let mut path = vec![PathSegment::Key(k.clone())];
+        literal_walk(t, &mut path, &mut out);
     }
     out
 }
 
 fn literal_walk(
     template: &Value,
-    sent: &Value,
     path: &mut Vec<PathSegment>,
-    out: &mut Vec<Vec<PathSegment>>,
+    out: &mut Vec<(Vec<PathSegment>, String)>,
 ) {
     if intrinsic(template).is_some() {
         return;
     }
-    match (template, sent) {
-        (Value::String(t), Value::String(s)) => {
+    match template {
+        Value::String(t) => {
             let dynamic = t.contains(crate::resolve::dynamic::DYNAMIC_REFERENCE_OPENER);
-            if t == s && !dynamic && s.chars().count() < MIN_NEEDLE_LENGTH {
-                out.push(path.clone());
+            if !t.is_empty() && !dynamic && t.chars().count() < MIN_NEEDLE_LENGTH {
+                out.push((path.clone(), t.clone()));
             }
         }
-        (Value::Object(t), Value::Object(s)) => {
+        Value::Object(t) => {
             for (k, tv) in t {
-                if let Some(sv) = s.get(k) {
-                    path.push(PathSegment::Key(k.clone()));
-                    literal_walk(tv, sv, path, out);
-                    path.pop();
-                }
+                path.push(PathSegment::Key(k.clone()));
+                literal_walk(tv, path, out);
+                path.pop();
             }
         }
-        (Value::Array(t), Value::Array(s)) if t.len() == s.len() => {
-            for (i, (tv, sv)) in t.iter().zip(s).enumerate() {
+        Value::Array(t) if t.iter().all(|x| intrinsic(x).is_none()) => {
+            for (i, tv) in t.iter().enumerate() {
                 path.push(PathSegment::Index(i as u64));
-                literal_walk(tv, sv, path, out);
+                literal_walk(tv, path, out);
                 path.pop();
             }
         }

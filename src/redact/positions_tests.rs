@@ -113,23 +113,16 @@ fn short_literals_are_listed_only_where_the_template_spells_them() {
         "B": "{{resolve:secretsmanager:s}}",
         "C": {"Ref": "P"},
         "D": ["abc", "abcdef"],
-        "E": {"F": "ab"}
+        "E": {"F": "ab"},
+        "G": ["ab", {"Fn::If": ["C", "x", {"Ref": "AWS::NoValue"}]}]
     });
-    let sent = json!({
-        "A": "abc",
-        "B": "abc",
-        "C": "abc",
-        "D": ["abc", "abcdef"],
-        "E": {"F": "ab"}
-    });
-    let leaves = short_literal_leaves(template.as_object().unwrap(), sent.as_object().unwrap());
     let key = |k: &str| PathSegment::Key(k.into());
     assert_eq!(
-        leaves,
+        short_literals(template.as_object().unwrap()),
         vec![
-            vec![key("A")],
-            vec![key("D"), PathSegment::Index(0)],
-            vec![key("E"), key("F")],
+            (vec![key("A")], "abc".to_string()),
+            (vec![key("D"), PathSegment::Index(0)], "abc".to_string()),
+            (vec![key("E"), key("F")], "ab".to_string()),
         ]
     );
 }

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use super::needles::Needles;
-use super::positions::{get_at, get_at_mut};
+use super::positions::{get_at, get_at_mut, short_literals};
 use crate::state::{Lenient, PathSegment, StackState, StateImportEntry, StateOutputReadEntry};
 
 /// The cross-stack reads a stack's resolution recorded.
@@ -38,9 +38,6 @@ pub struct StoredProperties {
     pub stored: Map<String, Value>,
     /// `noEchoLeaves`; `None` leaves the field as the record has it.
     pub no_echo_leaves: Option<Vec<Vec<PathSegment>>>,
-    /// Where the template spells a short literal ([`super::positions::short_literal_leaves`]):
-    /// kept as spelled by the match by value, so the record says what the template says.
-    pub literal_leaves: Vec<Vec<PathSegment>>,
 }
 
 impl std::fmt::Debug for StoredProperties {
@@ -57,6 +54,8 @@ struct Inner {
     needles: Needles,
     resources: HashMap<String, StoredProperties>,
     reads: Option<Arc<dyn RecordedReads>>,
+    /// Per resource, the short literals its template spells ([`short_literals`]).
+    literals: HashMap<String, Vec<(Vec<PathSegment>, String)>>,
 }
 
 /// What one stack's deploy must keep out of its record, and the reads it must add to it.
@@ -97,6 +96,15 @@ impl RecordRedactor {
         self.lock().resources.insert(logical_id.to_owned(), stored);
     }
 
+    /// Records the short literals `logical_id`'s template properties spell: a record value
+    /// equal to one at its position is stored as spelled, not matched by value.
+    pub fn record_literals(&self, logical_id: &str, template: &Map<String, Value>) {
+        let found = short_literals(template);
+        if !found.is_empty() {
+            self.lock().literals.insert(logical_id.to_owned(), found);
+        }
+    }
+
     /// `text` with every known plaintext masked (for the terminal).
     pub fn mask_text(&self, text: &str) -> String {
         self.lock().needles.mask_text(text)
@@ -111,19 +119,18 @@ impl RecordRedactor {
         }
         let needles = &inner.needles;
         for (id, rec) in out.resources.iter_mut() {
-            let mut literals: &[Vec<PathSegment>] = &[];
             if let Some(sp) = inner.resources.get(id) {
                 if rec.properties == sp.sent {
                     rec.properties = sp.stored.clone();
                     if sp.no_echo_leaves.is_some() {
                         rec.no_echo_leaves = sp.no_echo_leaves.clone();
                     }
-                    literals = &sp.literal_leaves;
                 }
             }
             if needles.is_empty() {
                 continue;
             }
+            let literals = inner.literals.get(id).map(Vec::as_slice).unwrap_or(&[]);
             redact_properties(needles, &mut rec.properties, literals);
             if let Some(a) = rec.attributes.as_mut() {
                 redact_map(needles, a);
@@ -139,13 +146,13 @@ impl RecordRedactor {
     }
 }
 
-/// [`redact_map`] except at `literals`, positions whose stored value is a short literal the
-/// template spells: a whole-value match there is a coincidence with a short secret, not
-/// a plaintext a reference produced (the reference's own position was redacted by position).
+/// [`redact_map`] except where the record holds a short literal the template spells at that
+/// position: a whole-value match there is a coincidence with a short secret, not a plaintext
+/// a reference produced (a reference's own position is redacted by position).
 fn redact_properties(
     needles: &Needles,
     map: &mut Map<String, Value>,
-    literals: &[Vec<PathSegment>],
+    literals: &[(Vec<PathSegment>, String)],
 ) {
     if literals.is_empty() {
         return redact_map(needles, map);
@@ -153,13 +160,12 @@ fn redact_properties(
     let before = Value::Object(std::mem::take(map));
     let mut after = before.clone();
     needles.redact_in_place(&mut after);
-    for leaf in literals {
-        let kept = get_at(&before, leaf).filter(|v| {
-            v.as_str()
-                .is_some_and(|s| s.chars().count() < super::MIN_NEEDLE_LENGTH)
-        });
-        if let (Some(kept), Some(slot)) = (kept, get_at_mut(&mut after, leaf)) {
-            *slot = kept.clone();
+    for (leaf, literal) in literals {
+        if get_at(&before, leaf).and_then(Value::as_str) != Some(literal.as_str()) {
+            continue;
+        }
+        if let Some(slot) = get_at_mut(&mut after, leaf) {
+            *slot = Value::String(literal.clone());
         }
     }
     if let Value::Object(m) = after {
@@ -233,7 +239,6 @@ mod tests {
                 sent: sent.clone(),
                 stored: obj(json!({"Value": "{{resolve:ssm-secure:/s}}", "Name": "n"})),
                 no_echo_leaves: Some(vec![]),
-                literal_leaves: vec![],
             },
         );
         r.set_reads(Arc::new(Reads));
@@ -275,8 +280,11 @@ mod tests {
                 sent: sent.clone(),
                 stored: sent.clone(),
                 no_echo_leaves: None,
-                literal_leaves: vec![vec![PathSegment::Key("Value".into())]],
             },
+        );
+        r.record_literals(
+            "Lit",
+            &obj(json!({"Value": "abc", "Tags": [{"Ref": "P"}, "x"]})),
         );
         let mut state = StackState::new("S", "us-east-1");
         state.resources.insert(

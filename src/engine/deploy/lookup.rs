@@ -324,19 +324,12 @@ impl Resolution {
     /// Records how `logical_id` is stored once `secured.sent` is in its working record.
     pub fn remember(&self, logical_id: &str, secured: &Secured) {
         let leaves = (!self.no_echo.is_empty()).then(|| secured.no_echo_leaves.clone());
-        let literal_leaves = match self.template.resources.get(logical_id) {
-            Some(res) => {
-                crate::redact::positions::short_literal_leaves(&res.properties, &secured.sent)
-            }
-            None => Vec::new(),
-        };
         self.redactor.record_properties(
             logical_id,
             StoredProperties {
                 sent: secured.sent.clone(),
                 stored: secured.stored.clone(),
                 no_echo_leaves: leaves,
-                literal_leaves,
             },
         );
     }

@@ -114,6 +114,9 @@ fn build(
     for w in &report.warnings {
         ui::warn(w.to_string());
     }
+    for (id, res) in &template.resources {
+        redactor.record_literals(id, &res.properties);
+    }
     let scope: Vec<String> = template
         .resources
         .iter()
