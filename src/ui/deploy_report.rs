@@ -135,30 +135,33 @@ pub struct StackCounts {
     pub skipped: usize,
 }
 
-/// `Deploy finished in 3.4 s: 2 stacks deployed, 1 unchanged (5 created, 2 unchanged)`.
+/// `Deploy finished in 3.4 s: 2 stacks deployed, 1 unchanged; resources: 5 created, 2
+/// unchanged`. The first count names its noun (stacks), the resources come after their own
+/// label, so a stack count never reads as a resource count.
 pub fn closing(counts: StackCounts, tally: &Tally, elapsed: Duration) -> Line {
     let plural = |n: usize| if n == 1 { "stack" } else { "stacks" };
-    let mut parts = Vec::new();
-    if counts.deployed > 0 {
-        parts.push(format!(
-            "{} {} deployed",
-            counts.deployed,
-            plural(counts.deployed)
-        ));
-    }
-    if counts.unchanged > 0 {
-        parts.push(format!("{} unchanged", counts.unchanged));
-    }
-    if counts.failed > 0 {
-        parts.push(format!("{} failed", counts.failed));
-    }
-    if counts.skipped > 0 {
-        parts.push(format!("{} skipped", counts.skipped));
-    }
+    let parts: Vec<String> = [
+        (counts.deployed, "deployed"),
+        (counts.unchanged, "unchanged"),
+        (counts.failed, "failed"),
+        (counts.skipped, "skipped"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .enumerate()
+    .map(|(i, (n, what))| match i {
+        0 => format!("{n} {} {what}", plural(*n)),
+        _ => format!("{n} {what}"),
+    })
+    .collect();
+    let stacks = if parts.is_empty() {
+        "no stacks".to_owned()
+    } else {
+        parts.join(", ")
+    };
     let text = format!(
-        "Deploy finished in {}: {} ({})",
+        "Deploy finished in {}: {stacks}; resources: {}",
         secs(elapsed),
-        parts.join(", "),
         tally.describe()
     );
     if counts.failed + counts.skipped > 0 {
@@ -187,8 +190,22 @@ mod tests {
         );
         assert_eq!(
             line.text,
-            "Deploy finished in 3.4 s: 1 stack deployed, 1 unchanged (2 created)"
+            "Deploy finished in 3.4 s: 1 stack deployed, 1 unchanged; resources: 2 created"
         );
         assert!(!line.error);
+        t.created = 0;
+        t.unchanged = 8;
+        let line = closing(
+            StackCounts {
+                unchanged: 1,
+                ..StackCounts::default()
+            },
+            &t,
+            Duration::from_millis(3400),
+        );
+        assert_eq!(
+            line.text,
+            "Deploy finished in 3.4 s: 1 stack unchanged; resources: 8 unchanged"
+        );
     }
 }
