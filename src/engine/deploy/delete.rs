@@ -12,12 +12,12 @@ use indexmap::IndexMap;
 
 use super::execute::{provider_message, Run};
 use super::lookup::record_provider;
-use super::report::{Action, Done};
+use super::report::{observe, Action, Done};
 use crate::engine::walk::{walk, WalkOptions, WalkOutcome};
 use crate::plan::{DependencyGraph, Direction, RecordNode};
 use crate::provider::{ProviderContext, Registry, ResourceRequest, Route};
 use crate::state::ResourceState;
-use crate::ui;
+use crate::ui::progress::Progress;
 
 /// A resource to delete.
 pub(super) struct Doomed {
@@ -30,11 +30,13 @@ pub(super) struct Doomed {
 pub(super) type DeleteOutcome = WalkOutcome<Done, (Done, String)>;
 
 /// Deletes `doomed` (logical id → what to delete) in delete order, `options.concurrency` at a
-/// time, printing a line per resource.
+/// time, reporting each resource to `progress` like a create (or printing its line when there
+/// is no sink), so the lines never tear the status bar and the bar counts the deletes.
 pub(super) async fn delete_all(
     run: Arc<Run>,
     doomed: IndexMap<String, Doomed>,
     options: WalkOptions,
+    progress: Option<Arc<Progress>>,
 ) -> Result<DeleteOutcome, crate::plan::PlanError> {
     let graph = DependencyGraph::from_records(
         &run.stack,
@@ -46,18 +48,18 @@ pub(super) async fn delete_all(
             dependencies: d.record.dependencies.as_deref().unwrap_or(&[]),
         }),
     )?;
+    if let Some(p) = &progress {
+        p.add_total(doomed.len());
+    }
     let doomed = Arc::new(doomed);
     let tracker = graph.ready_tracker(Direction::Delete);
     Ok(walk(tracker, options, move |id| {
         let run = run.clone();
         let doomed = doomed.clone();
+        let progress = progress.clone();
         async move {
-            let result = delete_one(&run, &id, &doomed[&id]).await;
-            match &result {
-                Ok(done) => ui::info(done.line(None)),
-                Err((done, e)) => ui::info(done.line(Some(e))),
-            }
-            result
+            let operation = delete_one(&run, &id, &doomed[&id]);
+            observe(&run.stack, &id, &[], progress.as_deref(), operation).await
         }
     })
     .await)

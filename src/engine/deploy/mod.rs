@@ -427,9 +427,14 @@ async fn deploy_locked(
         }
     }
     if !doomed.is_empty() {
-        let outcome = delete::delete_all(run.clone(), doomed, walk_options())
-            .await
-            .map_err(Error::from)?;
+        let outcome = delete::delete_all(
+            run.clone(),
+            doomed,
+            walk_options(),
+            options.progress.clone(),
+        )
+        .await
+        .map_err(Error::from)?;
         absorb(&mut report, outcome);
     }
 
