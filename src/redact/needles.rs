@@ -53,17 +53,22 @@ impl Needles {
     }
 
     /// Adds a secret plaintext; `expression` is the `{{resolve:...}}` text it came from.
-    /// An empty plaintext is ignored; a known one gains an expression it lacked.
+    /// An empty plaintext is ignored; a known one gains an expression it lacked. Two
+    /// spellings of one value (e.g. with and without `:AWSCURRENT`) keep the shorter, then
+    /// the lexically first, so the by-value fallback does not depend on which reference
+    /// was fetched first.
     pub fn add_secret(&mut self, plaintext: &str, expression: Option<&str>) {
         if plaintext.is_empty() {
             return;
         }
         match self.secrets.iter_mut().find(|(p, _)| p == plaintext) {
-            Some((_, e)) => {
-                if e.is_none() {
-                    *e = expression.map(str::to_owned);
+            Some((_, e)) => match (e.as_deref(), expression) {
+                (None, _) => *e = expression.map(str::to_owned),
+                (Some(kept), Some(new)) if (new.len(), new) < (kept.len(), kept) => {
+                    *e = Some(new.to_owned())
                 }
-            }
+                _ => {}
+            },
             None => {
                 self.secrets
                     .push((plaintext.to_owned(), expression.map(str::to_owned)));
@@ -290,6 +295,19 @@ mod tests {
         n.add_no_echo(&json!("hunter22"));
         n.add_no_echo(&json!("abc"));
         n
+    }
+
+    #[test]
+    fn two_spellings_keep_the_same_expression_whatever_the_order() {
+        let short = "{{resolve:secretsmanager:s:SecretString:k}}";
+        let long = "{{resolve:secretsmanager:s:SecretString:k:AWSCURRENT}}";
+        for order in [[short, long], [long, short]] {
+            let mut n = Needles::default();
+            for e in order {
+                n.add_secret("plain-value", Some(e));
+            }
+            assert_eq!(n.redact_str("plain-value").as_deref(), Some(short));
+        }
     }
 
     #[test]
