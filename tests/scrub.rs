@@ -99,38 +99,7 @@ impl App {
 
     /// Every version of every object: (key@version, body), sorted.
     async fn every_object_version(&self) -> Vec<(String, String)> {
-        let s3 = s3_client().await;
-        let mut out = Vec::new();
-        let page = s3
-            .list_object_versions()
-            .bucket(&self.bucket)
-            .send()
-            .await
-            .expect("list versions");
-        for v in page.versions() {
-            let (Some(key), Some(id)) = (v.key(), v.version_id()) else {
-                continue;
-            };
-            let body = s3
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .version_id(id)
-                .send()
-                .await
-                .expect("get version")
-                .body
-                .collect()
-                .await
-                .expect("body")
-                .into_bytes();
-            out.push((
-                format!("{key}@{id}"),
-                String::from_utf8_lossy(&body).into_owned(),
-            ));
-        }
-        out.sort();
-        out
+        support::app::every_object_version(&self.bucket).await
     }
 }
 

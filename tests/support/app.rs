@@ -100,47 +100,53 @@ impl App {
 
     /// Every version of every object in the state bucket: (`key@version`, body).
     pub async fn every_object_version(&self) -> Vec<(String, String)> {
-        let s3 = s3_client().await;
-        let mut out = Vec::new();
-        let mut key_marker: Option<String> = None;
-        let mut version_marker: Option<String> = None;
-        loop {
-            let page = s3
-                .list_object_versions()
-                .bucket(&self.bucket)
-                .set_key_marker(key_marker.clone())
-                .set_version_id_marker(version_marker.clone())
+        every_object_version(&self.bucket).await
+    }
+}
+
+/// Every version of every object in `bucket`: (`key@version`, body), sorted.
+pub async fn every_object_version(bucket: &str) -> Vec<(String, String)> {
+    let s3 = s3_client().await;
+    let mut out = Vec::new();
+    let mut key_marker: Option<String> = None;
+    let mut version_marker: Option<String> = None;
+    loop {
+        let page = s3
+            .list_object_versions()
+            .bucket(bucket)
+            .set_key_marker(key_marker.clone())
+            .set_version_id_marker(version_marker.clone())
+            .send()
+            .await
+            .expect("list versions");
+        for v in page.versions() {
+            let (Some(key), Some(id)) = (v.key(), v.version_id()) else {
+                continue;
+            };
+            let body = s3
+                .get_object()
+                .bucket(bucket)
+                .key(key)
+                .version_id(id)
                 .send()
                 .await
-                .expect("list versions");
-            for v in page.versions() {
-                let (Some(key), Some(id)) = (v.key(), v.version_id()) else {
-                    continue;
-                };
-                let body = s3
-                    .get_object()
-                    .bucket(&self.bucket)
-                    .key(key)
-                    .version_id(id)
-                    .send()
-                    .await
-                    .expect("get version")
-                    .body
-                    .collect()
-                    .await
-                    .expect("body")
-                    .into_bytes();
-                out.push((
-                    format!("{key}@{id}"),
-                    String::from_utf8_lossy(&body).into_owned(),
-                ));
-            }
-            if page.is_truncated() != Some(true) {
-                break;
-            }
-            key_marker = page.next_key_marker().map(str::to_owned);
-            version_marker = page.next_version_id_marker().map(str::to_owned);
+                .expect("get version")
+                .body
+                .collect()
+                .await
+                .expect("body")
+                .into_bytes();
+            out.push((
+                format!("{key}@{id}"),
+                String::from_utf8_lossy(&body).into_owned(),
+            ));
         }
-        out
+        if page.is_truncated() != Some(true) {
+            break;
+        }
+        key_marker = page.next_key_marker().map(str::to_owned);
+        version_marker = page.next_version_id_marker().map(str::to_owned);
     }
+    out.sort();
+    out
 }
