@@ -37,7 +37,19 @@ pub mod reason {
     pub const NO_ROLLBACK: &str = "no-rollback";
     /// A deploy interrupted by Ctrl-C.
     pub const INTERRUPTED: &str = "interrupted";
+    /// A nested child's SUCCESSFUL deploy inside its parent's: kept until the top-level
+    /// stack's deploy succeeds, so the parent's rollback can revert the child.
+    pub const NESTED_PENDING_PARENT: &str = "nested-pending-parent";
 }
+
+/// On a parent's UPDATE op of a nested-stack row: the `writtenAt` of the
+/// `nested-pending-parent` segment the child's deploy in that run appended (additive, no
+/// journalVersion bump). Absent when the child wrote none (it had nothing to change).
+pub const NESTED_CHILD_SEGMENT: &str = "nestedChildSegment";
+
+/// On a `nested-pending-parent` segment: the child's outputs before that deploy, as state
+/// stored them, so reverting the segment restores them too (additive).
+pub const PREVIOUS_OUTPUTS: &str = "previousOutputs";
 
 /// What an operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +88,11 @@ pub struct Operation {
 }
 
 impl Operation {
+    /// The child segment a nested-stack row's UPDATE op names ([`NESTED_CHILD_SEGMENT`]).
+    pub fn nested_child_segment(&self) -> Option<u64> {
+        self.extra.get(NESTED_CHILD_SEGMENT).and_then(Value::as_u64)
+    }
+
     /// A replacement: an UPDATE whose resource is a different physical resource than before.
     pub fn is_replacement(&self) -> bool {
         self.kind == OpKind::Update
@@ -167,15 +184,70 @@ impl Journal {
     /// Removes the newest segment, leaving the ids of its completed operations on the nearest
     /// older segment (`supersededLogicalIds`).
     pub fn pop_segment(&mut self) -> Option<Segment> {
-        let popped = self.segments.pop()?;
-        if let Some(older) = self.segments.last_mut() {
-            for op in &popped.operations {
+        let last = self.segments.len().checked_sub(1)?;
+        self.remove_segment(last)
+    }
+
+    /// Removes the segment at `index` (oldest first), leaving the ids of its completed
+    /// operations on the nearest older segment, as [`Journal::pop_segment`] does.
+    pub fn remove_segment(&mut self, index: usize) -> Option<Segment> {
+        if index >= self.segments.len() {
+            return None;
+        }
+        let removed = self.segments.remove(index);
+        if let Some(older) = index.checked_sub(1).and_then(|i| self.segments.get_mut(i)) {
+            for op in &removed.operations {
                 if !older.superseded_logical_ids.contains(&op.logical_id) {
                     older.superseded_logical_ids.push(op.logical_id.clone());
                 }
             }
         }
-        Some(popped)
+        Some(removed)
+    }
+
+    /// The index of the `nested-pending-parent` segment written at `written_at` (the one a
+    /// parent's row op names), or `None` when there is none (already replayed). A newer
+    /// segment that still holds completed operations must be reverted first: that is an
+    /// error naming it.
+    pub fn pending_parent_segment(&self, written_at: u64) -> Result<Option<usize>, String> {
+        let Some(index) = self
+            .segments
+            .iter()
+            .rposition(|s| s.reason == reason::NESTED_PENDING_PARENT && s.written_at == written_at)
+        else {
+            return Ok(None);
+        };
+        match self.segments[index + 1..]
+            .iter()
+            .find(|s| !s.operations.is_empty())
+        {
+            Some(newer) => Err(format!(
+                "its journal holds a newer segment ({}, {} operation(s)) that must be reverted \
+                 first; run `cdkd rollback {}` and then this rollback again",
+                newer.reason,
+                newer.operations.len(),
+                self.stack_name
+            )),
+            None => Ok(Some(index)),
+        }
+    }
+
+    /// A nested child's successful deploy: the segments of earlier failed attempts are
+    /// settled (removed; the deploy superseded them) and `segment` is appended after the
+    /// pending ones, which stay for the parent's rollback. Returns the settled segments.
+    pub fn append_pending(&mut self, segment: Segment) -> Vec<Segment> {
+        let mut settled = Vec::new();
+        let mut i = self.segments.len();
+        while i > 0 {
+            i -= 1;
+            if self.segments[i].reason != reason::NESTED_PENDING_PARENT {
+                if let Some(s) = self.remove_segment(i) {
+                    settled.push(s);
+                }
+            }
+        }
+        self.segments.push(segment);
+        settled
     }
 }
 
@@ -435,9 +507,63 @@ impl JournalStore {
         Ok(warnings)
     }
 
+    /// The nested descendants of `stack` (children, grandchildren, ...) that have a journal
+    /// in `region`: one listing of `{prefix}/{stack}~`.
+    pub async fn descendants(&self, stack: &str, region: &str) -> Result<Vec<String>, AwsError> {
+        let prefix = descendants_prefix(&self.keys, stack);
+        let mut names = Vec::new();
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(&prefix)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page
+                .map_err(|e| AwsError::call("s3", "ListObjectsV2", self.describe(&prefix), &e))?;
+            for object in page.contents() {
+                if let Some(name) = object
+                    .key()
+                    .and_then(|k| descendant_journal(&self.keys, stack, region, k))
+                {
+                    names.push(name);
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     fn describe(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.bucket)
     }
+}
+
+/// `{prefix}/{stack}~`: every object of the nested descendants of `stack` (a stack name
+/// never holds the separator, so nothing else shares it).
+fn descendants_prefix(keys: &StateKeys, stack: &str) -> String {
+    format!(
+        "{}{stack}{}",
+        keys.list_prefix(),
+        crate::state::keys::NESTED_STACK_SEPARATOR
+    )
+}
+
+/// The descendant of `stack` whose journal in `region` the listed `key` is, if it is one.
+fn descendant_journal(keys: &StateKeys, stack: &str, region: &str, key: &str) -> Option<String> {
+    let rest = key.strip_prefix(&keys.list_prefix())?;
+    let mut parts = rest.split('/');
+    let (name, key_region, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let is_descendant = name
+        .strip_prefix(stack)
+        .is_some_and(|r| r.starts_with(crate::state::keys::NESTED_STACK_SEPARATOR) && r.len() > 1);
+    (parts.next().is_none()
+        && is_descendant
+        && key_region == region
+        && file == crate::state::keys::ROLLBACK_JOURNAL_FILE)
+        .then(|| name.to_owned())
 }
 
 #[cfg(test)]
@@ -552,6 +678,110 @@ mod tests {
             ..imported
         };
         assert_eq!(j.mark_imported(&none), None);
+    }
+
+    fn segment(reason: &str, written_at: u64, ids: &[&str]) -> Segment {
+        Segment {
+            reason: reason.into(),
+            written_at,
+            operations: ids.iter().map(|id| op(id, OpKind::Update)).collect(),
+            failed_operations: Vec::new(),
+            superseded_logical_ids: Vec::new(),
+            extra: Map::new(),
+        }
+    }
+
+    #[test]
+    fn removing_a_middle_segment_supersedes_its_ids_on_the_one_before() {
+        let mut j = Journal::new("P~C", "r");
+        j.segments
+            .push(segment(reason::NESTED_PENDING_PARENT, 1, &["A"]));
+        j.segments.push(segment(reason::NO_ROLLBACK, 2, &["B"]));
+        j.segments
+            .push(segment(reason::NESTED_PENDING_PARENT, 3, &["C"]));
+        assert_eq!(j.remove_segment(1).unwrap().written_at, 2);
+        assert_eq!(j.segments[0].superseded_logical_ids, vec!["B".to_string()]);
+        assert!(j.segments[1].superseded_logical_ids.is_empty());
+        assert!(j.remove_segment(5).is_none());
+        assert_eq!(j.remove_segment(0).unwrap().written_at, 1);
+        assert_eq!(j.segments.len(), 1);
+    }
+
+    #[test]
+    fn a_child_success_settles_failed_segments_and_keeps_pending_ones() {
+        let mut j = Journal::new("P~C", "r");
+        j.segments
+            .push(segment(reason::NESTED_PENDING_PARENT, 1, &["A"]));
+        j.segments
+            .push(segment(reason::AUTO_ROLLBACK_CLEAN, 2, &[]));
+        j.segments.push(segment(reason::NO_ROLLBACK, 3, &["B"]));
+        let settled = j.append_pending(segment(reason::NESTED_PENDING_PARENT, 4, &["C"]));
+        let settled_at: Vec<u64> = settled.iter().map(|s| s.written_at).collect();
+        assert_eq!(settled_at, vec![3, 2]);
+        let kept: Vec<u64> = j.segments.iter().map(|s| s.written_at).collect();
+        assert_eq!(kept, vec![1, 4]);
+        assert!(j
+            .segments
+            .iter()
+            .all(|s| s.reason == reason::NESTED_PENDING_PARENT));
+    }
+
+    #[test]
+    fn the_pending_segment_a_row_op_names_is_found_unless_newer_ops_wait() {
+        let mut j = Journal::new("P~C", "r");
+        j.segments
+            .push(segment(reason::NESTED_PENDING_PARENT, 1, &["A"]));
+        j.segments
+            .push(segment(reason::NESTED_PENDING_PARENT, 2, &["A"]));
+        assert_eq!(j.pending_parent_segment(2), Ok(Some(1)));
+        assert_eq!(j.pending_parent_segment(9), Ok(None));
+        // A failed-only segment on top does not block it.
+        j.segments
+            .push(segment(reason::AUTO_ROLLBACK_CLEAN, 3, &[]));
+        assert_eq!(j.pending_parent_segment(2), Ok(Some(1)));
+        // One with completed ops must be reverted first, and so must a newer pending one.
+        assert!(j.pending_parent_segment(1).is_err());
+        j.segments.push(segment(reason::NO_ROLLBACK, 4, &["B"]));
+        let err = j.pending_parent_segment(2).unwrap_err();
+        assert!(err.contains("cdkd rollback P~C"), "{err}");
+        // A segment of another reason is never taken for one.
+        assert_eq!(j.pending_parent_segment(4), Ok(None));
+    }
+
+    #[test]
+    fn a_row_op_names_its_child_segment() {
+        let mut o = op("Row", OpKind::Update);
+        assert_eq!(o.nested_child_segment(), None);
+        o.extra
+            .insert(NESTED_CHILD_SEGMENT.into(), Value::from(42u64));
+        let text = serde_json::to_string(&o).unwrap();
+        assert!(text.contains("\"nestedChildSegment\":42"), "{text}");
+        let back: Operation = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.nested_child_segment(), Some(42));
+    }
+
+    #[test]
+    fn descendant_journals_are_read_from_listed_keys() {
+        let keys = StateKeys::new("cdkd");
+        let found = |key: &str| descendant_journal(&keys, "P", "us-east-1", key);
+        assert_eq!(descendants_prefix(&keys, "P"), "cdkd/P~");
+        assert_eq!(
+            found("cdkd/P~C/us-east-1/rollback-journal.json").as_deref(),
+            Some("P~C")
+        );
+        assert_eq!(
+            found("cdkd/P~C~G/us-east-1/rollback-journal.json").as_deref(),
+            Some("P~C~G")
+        );
+        assert_eq!(found("cdkd/P~C/us-east-1/state.json"), None);
+        assert_eq!(found("cdkd/P~C/eu-west-1/rollback-journal.json"), None);
+        assert_eq!(found("cdkd/PX~C/us-east-1/rollback-journal.json"), None);
+        assert_eq!(found("cdkd/P/us-east-1/rollback-journal.json"), None);
+        assert_eq!(found("cdkd/P~/us-east-1/rollback-journal.json"), None);
+        assert_eq!(
+            found("cdkd/P~C/us-east-1/deployments/rollback-journal.json"),
+            None
+        );
     }
 
     #[test]

@@ -184,7 +184,7 @@ pub(super) async fn after_failure(
 /// The segment as the journal stores it: every secret plaintext and NoEcho value this run
 /// resolved is replaced as state replaces it; when that cannot be done, attempted properties
 /// are left out.
-fn redacted(run: &Run, segment: &Segment) -> Segment {
+pub(super) fn redacted(run: &Run, segment: &Segment) -> Segment {
     let needles = run.resolution.redactor.needles();
     if needles.is_empty() {
         return segment.clone();
@@ -253,7 +253,12 @@ pub(super) async fn after_success(
 /// The old resources of journaled replacements that state no longer records and that no
 /// policy retains: a failed attempt kept them alive for its rollback, and the deploy that
 /// just succeeded superseded them.
-async fn delete_superseded_olds(run: &Run, _book: &StateBook, journal: &Journal, now: &StackState) {
+pub(super) async fn delete_superseded_olds(
+    run: &Run,
+    _book: &StateBook,
+    journal: &Journal,
+    now: &StackState,
+) {
     let recorded: Vec<&str> = now
         .resources
         .values()

@@ -25,6 +25,7 @@ mod execute;
 mod failure;
 mod lookup;
 mod nested;
+mod nested_pending;
 mod noecho;
 mod oplog;
 mod outputs;
@@ -163,6 +164,9 @@ pub struct StackReport {
     pub unaddressed: Vec<(String, String)>,
     /// How a failed deploy was closed (rolled back, or kept with a journal).
     pub rollback: Option<FailureSummary>,
+    /// A nested child's successful deploy: the `writtenAt` of the `nested-pending-parent`
+    /// segment it appended to its journal, which the parent's row op names.
+    pub pending_segment: Option<u64>,
 }
 
 impl StackReport {
@@ -288,6 +292,8 @@ async fn deploy_locked(
     }
 
     let previous_outputs = state.outputs.clone().unwrap_or_default();
+    // A nested child's pending journal segment carries them, for the parent's rollback.
+    let outputs_before = previous_outputs.clone();
     let record_exists = etag.is_some();
     let first_deploy = state.resources.is_empty();
     let tokens =
@@ -426,6 +432,12 @@ async fn deploy_locked(
             );
         }
     }
+    // A nested child journals the removed resources it deletes (nested_pending).
+    let removed_records: Vec<(String, crate::state::ResourceState)> = doomed
+        .iter()
+        .filter(|(_, d)| d.removed && parent.is_some())
+        .map(|(id, d)| (id.clone(), d.record.clone()))
+        .collect();
     if !doomed.is_empty() {
         let outcome = delete::delete_all(
             run.clone(),
@@ -466,10 +478,33 @@ async fn deploy_locked(
                 env.exports.update_stack(region, stack, stored).await;
             }
         };
-        tokio::join!(
-            exports,
-            failure::after_success(env, &run, prior_journal, &final_state)
-        );
+        // A nested child appends a pending segment instead of deleting its journal; a
+        // top-level stack then deletes its nested descendants' journals.
+        let settle = async {
+            if parent.is_some() {
+                return nested_pending::after_child_success(
+                    env,
+                    &run,
+                    prior_journal,
+                    &final_state,
+                    outputs_before,
+                    removed_records,
+                    &report.resources,
+                )
+                .await;
+            }
+            failure::after_success(env, &run, prior_journal, &final_state).await;
+            let has_nested = final_state
+                .resources
+                .values()
+                .any(|r| nested::is_nested(&r.resource_type));
+            if has_nested {
+                nested_pending::settle_descendants(env, stack, region).await;
+            }
+            None
+        };
+        let ((), pending) = tokio::join!(exports, settle);
+        report.pending_segment = pending;
     }
     Ok(report)
 }

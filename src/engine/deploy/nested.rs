@@ -131,6 +131,7 @@ pub(super) async fn provision(
 
     let physical_id = row_physical_id(&run.region, &run.account_id, &run.stack, id);
     let attributes = output_attributes(&report.outputs);
+    let previous = old.clone();
     let (record, action) = match old {
         Some(old) if old.resource_type == res.type_ => {
             let mut rec = with_template_fields(old, res, &planned.dependencies);
@@ -166,9 +167,16 @@ pub(super) async fn provision(
             (rec, action)
         }
     };
-    if action == Action::Created {
+    match (action, previous.as_ref()) {
         // Journaled so a rollback of this run destroys the child it created.
-        run.oplog.completed(id, &res.type_, &record, None, true);
+        (Action::Created, _) => run.oplog.completed(id, &res.type_, &record, None, true),
+        // Journaled with the child's pending segment, which the rollback replays to revert
+        // the child (nested_pending).
+        (Action::Updated, Some(previous)) => {
+            run.oplog
+                .completed_nested(id, &res.type_, &record, previous, report.pending_segment)
+        }
+        _ => {}
     }
     run.book.put(id, Some(record)).await;
     Ok(action)
@@ -330,7 +338,19 @@ async fn destroy_locked(
     backend
         .delete_state(child, region)
         .await
-        .map_err(|e| format!("nested stack {child}: its resources are deleted but its state record could not be: {e}"))
+        .map_err(|e| format!("nested stack {child}: its resources are deleted but its state record could not be: {e}"))?;
+    // Its journal (pending segments of a parent's deploy included) must not outlive it.
+    let journals = crate::state::journal::JournalStore::new(
+        backend.client().clone(),
+        backend.bucket(),
+        backend.keys().clone(),
+    );
+    if let Err(e) = journals.delete(child, region).await {
+        crate::ui::warn(format!(
+            "nested stack {child}: destroyed, but its rollback journal could not be deleted: {e}"
+        ));
+    }
+    Ok(())
 }
 
 /// The child's template file in the cloud assembly.

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use crate::state::journal::{
-    FailedOperation, OpKind, Operation, Segment, OLD_DELETED_BEFORE_CREATE,
+    FailedOperation, OpKind, Operation, Segment, NESTED_CHILD_SEGMENT, OLD_DELETED_BEFORE_CREATE,
 };
 use crate::state::ResourceState;
 
@@ -60,9 +60,39 @@ impl OpLog {
         previous: Option<&ResourceState>,
         old_alive: bool,
     ) {
+        let op = self.operation(logical_id, resource_type, now, previous, old_alive);
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).push(op);
+    }
+
+    /// An update of a nested-stack row whose child's deploy appended the
+    /// `nested-pending-parent` segment written at `child_segment` (if it wrote one).
+    pub fn completed_nested(
+        &self,
+        logical_id: &str,
+        resource_type: &str,
+        now: &ResourceState,
+        previous: &ResourceState,
+        child_segment: Option<u64>,
+    ) {
+        let mut op = self.operation(logical_id, resource_type, now, Some(previous), true);
+        if let Some(at) = child_segment {
+            op.extra
+                .insert(NESTED_CHILD_SEGMENT.into(), Value::from(at));
+        }
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).push(op);
+    }
+
+    fn operation(
+        &self,
+        logical_id: &str,
+        resource_type: &str,
+        now: &ResourceState,
+        previous: Option<&ResourceState>,
+        old_alive: bool,
+    ) -> Operation {
         let deleted_first = previous.is_some() && self.was_deleted_first(logical_id);
         let old_alive = old_alive && !deleted_first;
-        let op = Operation {
+        Operation {
             kind: if previous.is_some() {
                 OpKind::Update
             } else {
@@ -76,8 +106,7 @@ impl OpLog {
             old_resource_retained: previous.map(|_| old_alive),
             old_deleted_before_create: previous.map(|_| deleted_first),
             extra: Map::new(),
-        };
-        self.done.lock().unwrap_or_else(|p| p.into_inner()).push(op);
+        }
     }
 
     /// A failed create (`previous` = `None`) or update; `attempted` is what the write sent,

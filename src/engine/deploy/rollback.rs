@@ -189,7 +189,20 @@ impl Reverter<'_> {
         let id = op.logical_id.as_str();
         let current = self.book.record(id).await;
         match (op.kind, op.previous.as_ref()) {
-            (OpKind::Delete, _) => Err("a deleted resource cannot be brought back".into()),
+            // A removed resource a nested child's deploy deleted (its pending segment): created
+            // again from its record, unless state records the id again.
+            (OpKind::Delete, Some(previous)) if current.is_none() => {
+                self.recreate(id, previous).await?;
+                Ok("re-created from its previous record (the deploy had deleted it)")
+            }
+            (OpKind::Delete, Some(_)) => Ok("already recorded again"),
+            (OpKind::Delete, None) => Err("a deleted resource cannot be brought back".into()),
+            // A nested-stack row the deploy updated: the child's pending segment is replayed.
+            (OpKind::Update, Some(previous))
+                if is_nested(&op.resource_type) && is_nested(&previous.resource_type) =>
+            {
+                super::nested_pending::revert_child(self, id, op, previous).await
+            }
             (_, None) => {
                 // A create: the resource it made is the one the op names.
                 let mut target = match current {

@@ -1,0 +1,297 @@
+//! A nested child's `nested-pending-parent` journal segments (state-schema, "Rollback
+//! journal").
+//!
+//! A child's successful deploy inside its parent's does not delete the child's journal: it
+//! appends a segment holding the operations that deploy completed ([`after_child_success`]),
+//! so that when the parent's deploy then fails, reverting the parent's UPDATE op of the row
+//! replays that segment against the child ([`revert_child`]). The child's journals go when the
+//! top-level stack's deploy succeeds ([`settle_descendants`]). Every write of a child's journal
+//! holds the child's lock.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Map, Value};
+
+use super::book::StateBook;
+use super::execute::Run;
+use super::nested::{child_stack_name, is_nested};
+use super::report::{Action, Done};
+use super::rollback::Reverter;
+use super::tokens::Tokens;
+use super::{failure, DeployEnv};
+use crate::provider::ProviderContext;
+use crate::state::journal::{
+    reason, Journal, JournalStore, OpKind, Operation, Segment, PREVIOUS_OUTPUTS,
+};
+use crate::state::ledger::LedgerStore;
+use crate::state::{ResourceState, StackState};
+use crate::ui;
+
+/// After a nested child's successful deploy (its final save done): settles the ledger, removes
+/// the segments of earlier failed attempts (deleting the old resources of replacements they
+/// kept alive, as a top-level success does) and appends this run's `nested-pending-parent`
+/// segment. Returns its `writtenAt`, or `None` when it could not be written (warned: the
+/// parent's rollback then cannot revert this child).
+pub(super) async fn after_child_success(
+    env: &DeployEnv,
+    run: &Run,
+    prior: Option<Journal>,
+    final_state: &StackState,
+    previous_outputs: Map<String, Value>,
+    removed: Vec<(String, ResourceState)>,
+    done: &[Done],
+) -> Option<u64> {
+    let store = failure::journal_store(env);
+    let settle = run.tokens.settle(final_state);
+    let write = async {
+        let segment = pending_segment(run, previous_outputs, removed, done);
+        let written_at = segment.written_at;
+        let mut journal = prior.unwrap_or_else(|| Journal::new(&run.stack, &run.region));
+        let settled = journal.append_pending(segment);
+        if !settled.is_empty() {
+            let mut old = Journal::new(&run.stack, &run.region);
+            old.segments = settled;
+            failure::delete_superseded_olds(run, &run.book, &old, final_state).await;
+        }
+        match store.save(&journal).await {
+            Ok(()) => Some(written_at),
+            Err(e) => {
+                ui::warn(format!(
+                    "{}: could not write its rollback journal segment: {e}; if the parent's \
+                     deploy fails, its rollback will not revert this nested stack",
+                    run.stack
+                ));
+                None
+            }
+        }
+    };
+    let ((), written) = tokio::join!(settle, write);
+    written
+}
+
+/// This run's operations as a `nested-pending-parent` segment: the old resource of a
+/// replacement the delete half removed is marked as not retained, and each removed resource
+/// that was deleted is a DELETE op with its record (a rollback creates it again).
+fn pending_segment(
+    run: &Run,
+    previous_outputs: Map<String, Value>,
+    removed: Vec<(String, ResourceState)>,
+    done: &[Done],
+) -> Segment {
+    let acted = |id: &str, action: Action| {
+        done.iter()
+            .any(|d| d.logical_id == id && d.action == action)
+    };
+    let mut segment = run.oplog.segment(reason::NESTED_PENDING_PARENT);
+    for op in segment.operations.iter_mut() {
+        if op.is_replacement() && acted(&op.logical_id, Action::OldDeleted) {
+            op.old_resource_retained = Some(false);
+        }
+    }
+    for (id, record) in removed {
+        // A removed nested row destroyed its child, which no rollback brings back.
+        if is_nested(&record.resource_type) || !acted(&id, Action::Deleted) {
+            continue;
+        }
+        segment.operations.push(Operation {
+            kind: OpKind::Delete,
+            logical_id: id,
+            resource_type: record.resource_type.clone(),
+            physical_id: record.physical_id.clone(),
+            previous_resource_type: Some(record.resource_type.clone()),
+            previous: Some(record),
+            old_resource_retained: None,
+            old_deleted_before_create: None,
+            extra: Map::new(),
+        });
+    }
+    segment
+        .extra
+        .insert(PREVIOUS_OUTPUTS.into(), Value::Object(previous_outputs));
+    failure::redacted(run, &segment)
+}
+
+/// After a top-level stack's successful deploy: deletes the rollback journals of its nested
+/// descendants (children, grandchildren, ...), each under that stack's lock, so no
+/// `nested-pending-parent` segment outlives the deploy. Failures are warnings.
+pub(super) async fn settle_descendants(env: &DeployEnv, stack: &str, region: &str) {
+    let store = failure::journal_store(env);
+    let names = match store.descendants(stack, region).await {
+        Ok(names) => names,
+        Err(e) => {
+            ui::warn(format!(
+                "{stack}: could not list its nested stacks' rollback journals: {e}; they are \
+                 deleted by the next successful deploy"
+            ));
+            return;
+        }
+    };
+    for child in names {
+        let lock = match env.backend.lock(&child, region, "deploy").await {
+            Ok(lock) => lock,
+            Err(e) => {
+                ui::warn(format!(
+                    "{child}: its rollback journal was not deleted after {stack}'s successful \
+                     deploy: {e}"
+                ));
+                continue;
+            }
+        };
+        if let Err(e) = store.delete(&child, region).await {
+            ui::warn(format!(
+                "{child}: could not delete its rollback journal after {stack}'s successful \
+                 deploy: {e}"
+            ));
+        }
+        lock.release_and_warn().await;
+    }
+}
+
+/// Reverts a parent's UPDATE op of the nested-stack row `id`: under the child's lock, replays
+/// the child's `nested-pending-parent` segment the op names (its creates deleted, updates
+/// restored, deletes re-created), restores the child's outputs, pops the segment and saves the
+/// child's record; then restores the row's previous record. A segment already replayed (an
+/// interrupted rollback run again) leaves only the row to restore.
+pub(super) fn revert_child<'a, 'b: 'a>(
+    parent: &'a Reverter<'b>,
+    id: &'a str,
+    op: &'a Operation,
+    previous: &'a ResourceState,
+) -> Pin<Box<dyn Future<Output = Result<&'static str, String>> + Send + 'a>> {
+    Box::pin(async move {
+        let (stack, region) = (parent.ctx.stack_name, parent.ctx.region);
+        let child = child_stack_name(stack, id);
+        let what = match op.nested_child_segment() {
+            None => "restored (its nested stack recorded no changes to revert)",
+            Some(at) => {
+                let lock = parent
+                    .backend
+                    .lock(&child, region, "rollback")
+                    .await
+                    .map_err(|e| format!("nested stack {child}: {e}"))?;
+                let result = replay_child(parent, &child, at).await;
+                lock.release_and_warn().await;
+                result.map_err(|e| format!("nested stack {child}: {e}"))?
+            }
+        };
+        parent.book.put(id, Some(previous.clone())).await;
+        Ok(what)
+    })
+}
+
+async fn replay_child(
+    parent: &Reverter<'_>,
+    child: &str,
+    written_at: u64,
+) -> Result<&'static str, String> {
+    const ALREADY: &str = "restored (its nested stack's changes were already reverted)";
+    let region = parent.ctx.region;
+    let backend = parent.backend;
+    let (client, bucket, keys) = (backend.client().clone(), backend.bucket(), backend.keys());
+    let journals = JournalStore::new(client.clone(), bucket, keys.clone());
+    let ledgers = LedgerStore::new(client, bucket, keys.clone());
+    let (journal, loaded, ledger) = tokio::join!(
+        journals.load(child, region),
+        backend.load(child, region),
+        ledgers.load(child, region)
+    );
+    let Some(mut journal) = journal.map_err(|e| e.to_string())? else {
+        return Ok(ALREADY);
+    };
+    let Some(index) = journal.pending_parent_segment(written_at)? else {
+        return Ok(ALREADY);
+    };
+    let Some(loaded) = loaded.map_err(|e| e.to_string())? else {
+        return Err(
+            "its journal holds this deploy's changes but its state record is gone; inspect \
+             it with `cdkd state list` and delete what is left by hand"
+                .into(),
+        );
+    };
+    let state = loaded.parsed.state;
+    let tokens = Tokens::from_loaded(ledgers, child, region, ledger, &state, true);
+    let book = StateBook::new(
+        backend.clone(),
+        child,
+        region,
+        state,
+        Some(loaded.etag),
+        loaded.parsed.from_legacy_key,
+    );
+    let reverter = Reverter {
+        registry: parent.registry,
+        ctx: ProviderContext {
+            clients: parent.ctx.clients,
+            stack_name: child,
+            region,
+            account_id: parent.ctx.account_id,
+            partition: parent.ctx.partition,
+            no_wait: parent.ctx.no_wait,
+        },
+        book: &book,
+        orphan: parent.orphan,
+        backend: parent.backend,
+        exports: parent.exports,
+    };
+    let segment = journal.segments[index].clone();
+    ui::info(format!(
+        "  {child}: reverting its deploy ({} operation(s))",
+        segment.operations.len()
+    ));
+    // The segments are replayed in the exact reverse of the parent's ops, so only the ids
+    // `cdkd import` adopted since are skipped (not those a later segment superseded).
+    let imported: Vec<String> = segment
+        .imported_resources()
+        .into_iter()
+        .map(|r| r.logical_id)
+        .collect();
+    let done = reverter.revert(&segment.operations, &imported).await;
+    tokens.forget(&done.deleted_creates).await;
+    for id in &done.released {
+        tokens.release(id).await;
+    }
+    if !done.is_clean() {
+        let saved = book.finish(|_| {}).await;
+        let list: Vec<String> = done
+            .failures
+            .iter()
+            .map(|(id, why)| format!("{id}: {why}"))
+            .collect();
+        return Err(format!(
+            "{} operation(s) not reverted ({}){}; its journal keeps the segment, so the \
+             rollback can be run again",
+            done.failures.len(),
+            list.join("; "),
+            saved
+                .err()
+                .map(|e| format!(" and its state save failed: {e}"))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(outputs) = segment
+        .extra
+        .get(PREVIOUS_OUTPUTS)
+        .and_then(Value::as_object)
+    {
+        let outputs = outputs.clone();
+        book.change(move |s| s.outputs = (!outputs.is_empty()).then_some(outputs));
+    }
+    let saved = book.finish(|_| {}).await.map_err(|e| {
+        format!("its resources were reverted but its state record could not be saved: {e}")
+    })?;
+    tokens.settle(&saved).await;
+    journal.remove_segment(index);
+    let written = if journal.segments.is_empty() {
+        journals.delete(child, region).await
+    } else {
+        journals.save(&journal).await
+    };
+    written.map_err(|e| {
+        format!("its changes were reverted but its journal could not be updated: {e}")
+    })?;
+    if let Some(exports) = parent.exports {
+        exports.update_stack(region, child, &saved).await;
+    }
+    Ok("restored (its nested stack's changes reverted)")
+}
