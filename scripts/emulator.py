@@ -3,7 +3,8 @@
 Run it with the Python of the emulator venv (scripts/emulator does this):
 
     emulator.py serve --host 127.0.0.1 --port 5000 [--latency-ms N]
-        Serve moto's WSGI app with werkzeug, delaying every request by N ms, with the
+        Serve moto's WSGI app with werkzeug, answering every request N ms after it
+        arrived (moto's own processing counted inside them), with the
         Cloud Control API emulator (cloudcontrol_emulator.py) and the Lambda Invoke
         recorder (lambda_invocations.py) in front of it.
     emulator.py free-port [--host 127.0.0.1]
@@ -14,7 +15,7 @@ Run it with the Python of the emulator venv (scripts/emulator does this):
     emulator.py ping URL
         Exit 0 when URL answers (any HTTP status) within 5 s, 1 otherwise.
 
-The latency is injected inside the server (a WSGI middleware), not by a proxy: this
+The latency is injected inside the server (a WSGI middleware, LatencyMiddleware), not by a proxy: this
 kernel has no netem, and a proxy adds its own Nagle/delayed-ACK stalls. Each request
 sleeps in its own werkzeug thread, so parallel requests are delayed in parallel, the
 way network round trips are.
@@ -74,16 +75,40 @@ def cmd_ping(args: argparse.Namespace) -> int:
     return 0 if _answers(args.url, timeout=5.0) else 1
 
 
+# WSGI environ key: when the request's connection was accepted (time.monotonic()).
+ARRIVED_AT = "cdkd.emulator.arrived_at"
+
+
 class LatencyMiddleware:
-    """WSGI middleware: sleep `delay_s` before handing each request to the app."""
+    """WSGI middleware: answer each request `delay_s` after it reached the server (its
+    connection's arrival, else its arrival at this middleware), the way a real service
+    answers a call in N ms whatever its own work inside them.
+
+    The app runs first and its whole response is built; the middleware then sleeps whatever
+    is left of the N ms (nothing when the app took longer). Sleeping *before* the app
+    instead would add moto's processing time to every round trip, and since moto serves
+    requests one at a time under the GIL, that processing piles up when many calls arrive
+    together: a benchmark of parallel calls would measure moto's throughput, not the N ms
+    round trips it asked for. The sleep releases the GIL, so parallel requests wait in
+    parallel."""
 
     def __init__(self, app, delay_s: float) -> None:
         self.app = app
         self.delay_s = delay_s
 
     def __call__(self, environ, start_response):
-        time.sleep(self.delay_s)
-        return self.app(environ, start_response)
+        answer_at = environ.get(ARRIVED_AT, time.monotonic()) + self.delay_s
+        result = self.app(environ, start_response)
+        try:
+            body = list(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        remaining = answer_at - time.monotonic()
+        if remaining > 0:
+            time.sleep(remaining)
+        return body
 
 
 class AtomicConditionalWrites:
@@ -106,6 +131,26 @@ class AtomicConditionalWrites:
             return self.app(environ, start_response)
         with self.lock:
             return list(self.app(environ, start_response))
+
+
+def _skip_per_request_rescans() -> None:
+    """Memoise two lookups moto repeats on every request although their answer never changes
+    while the server runs: the list of its service packages (a directory listing plus ~180
+    stat calls, asked twice per request to route it) and a response class's method names
+    (inspect.getmembers). Together they were about half of moto's time per request, and
+    moto serves requests one at a time under the GIL, so they capped how many calls the
+    emulator answers per second: with latency injected, a benchmark of many parallel calls
+    measured that cap instead of the round trips. Same answers, computed once."""
+    import functools
+
+    from moto import backends
+    from moto.core import responses
+
+    modules = frozenset(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+    responses.method_names_from_class = functools.lru_cache(maxsize=None)(
+        responses.method_names_from_class
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -133,6 +178,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # werkzeug writes the status/headers and the body separately, and Nagle plus the
         # client's delayed ACK would otherwise add ~40 ms to some small responses.
         disable_nagle_algorithm = True
+
+        # The moment the connection reached the server, for LatencyMiddleware: the N ms of
+        # a round trip then also cover werkzeug's thread start and request parsing. One
+        # request per connection (werkzeug answers every request with Connection: close).
+        def setup(self) -> None:
+            self.arrived_at = time.monotonic()
+            super().setup()
+
+        def make_environ(self):
+            environ = super().make_environ()
+            environ[ARRIVED_AT] = self.arrived_at
+            return environ
+
+    _skip_per_request_rescans()
 
     # The same app moto_server builds (moto/server.py main()).
     app = DomainDispatcherApplication(create_backend_app)
