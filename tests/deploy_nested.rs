@@ -1,7 +1,9 @@
 //! Nested stacks and assets through the `cdkd` binary against the emulator: the committed
 //! fixture assemblies `fixtures/apps/nested` (a parent reading its child's outputs) and
 //! `fixtures/apps/lambda` (a function whose code is a directory asset), each test with its
-//! own state bucket, checked through the AWS SDK and the state records.
+//! own state bucket, checked through the AWS SDK and the state records. The
+//! `nested-rollback` fixtures (v1, then a v2 whose child changes and whose parent then fails)
+//! cover a parent's rollback reverting the child it updated.
 
 mod support;
 
@@ -418,4 +420,200 @@ async fn a_container_asset_without_docker_fails_naming_the_stack() {
     );
     // Nothing was deployed.
     assert!(state(&bucket, "LambdaStack").await.is_none());
+}
+
+/// The parent and child of the `nested-rollback` fixtures.
+const ROLLBACK_STACK: &str = "NestedRollback";
+const ROLLBACK_CHILD: &str = "NestedRollback~Child";
+/// The type whose create the rollback tests make fail (no other test of this binary makes one).
+const BREAKER_TYPE: &str = "AWS::Athena::WorkGroup";
+
+/// Writes the fixture assembly `name` into `dir` (over what is there), its resource names
+/// made unique with `token` so tests running at once do not share parameters.
+fn write_rollback_fixture(name: &str, dir: &Path, token: &str) {
+    for entry in std::fs::read_dir(fixture(name)).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let text = std::fs::read_to_string(entry.path()).expect("fixture file");
+        std::fs::write(
+            dir.join(entry.file_name()),
+            text.replace("cdkd-nested-rollback", token),
+        )
+        .expect("write fixture file");
+    }
+}
+
+fn fail_next_breaker_create() {
+    let fault = serde_json::json!({"fail_create": {"TypeName": BREAKER_TYPE,
+        "ErrorCode": "InvalidRequest", "StatusMessage": "injected by deploy_nested.rs",
+        "count": 1}});
+    let (status, body) =
+        support::http::http("POST", "/_cloudcontrol/faults", &[], &fault.to_string());
+    assert_eq!(status, 200, "{body}");
+}
+
+/// The value of the SSM parameter `/{token}/{name}`, or `None` when it does not exist.
+async fn parameter(token: &str, name: &str) -> Option<String> {
+    let ssm = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let got = ssm
+        .get_parameter()
+        .name(format!("/{token}/{name}"))
+        .send()
+        .await
+        .ok()?;
+    got.parameter()?.value().map(str::to_owned)
+}
+
+/// The rollback journal of `stack`, when one exists.
+async fn journal(bucket: &str, stack: &str) -> Option<Value> {
+    let key = format!("cdkd/{stack}/{REGION}/rollback-journal.json");
+    let (bytes, _) = object(bucket, &key).await?;
+    Some(serde_json::from_slice(&bytes).expect("journal json"))
+}
+
+/// Deploys the v1 fixture: the child's `Setting` is v1 and it has `Dropped`; no journal stays.
+async fn deploy_v1(dir: &Path, bucket: &str, token: &str) -> Value {
+    write_rollback_fixture("nested-rollback", dir, token);
+    ok(run("deploy", dir, bucket, &[]));
+    assert_eq!(parameter(token, "setting").await.as_deref(), Some("v1"));
+    assert_eq!(parameter(token, "mirror").await.as_deref(), Some("v1"));
+    assert!(parameter(token, "dropped").await.is_some());
+    // A successful nested deploy leaves no journal, the child's included.
+    assert!(journal(bucket, ROLLBACK_CHILD).await.is_none());
+    assert!(journal(bucket, ROLLBACK_STACK).await.is_none());
+    state(bucket, ROLLBACK_CHILD).await.expect("child state").0
+}
+
+/// After the parent's rollback: the child is as v1 left it, in the emulator and in its state,
+/// and nothing the failed run created in it survives; its pending segment is gone.
+async fn assert_child_is_v1(bucket: &str, token: &str, before: &Value) {
+    assert_eq!(parameter(token, "setting").await.as_deref(), Some("v1"));
+    assert_eq!(
+        parameter(token, "added").await,
+        None,
+        "created, then deleted"
+    );
+    assert_eq!(
+        parameter(token, "dropped").await.as_deref(),
+        Some("only-in-v1"),
+        "deleted, then created again"
+    );
+    assert_eq!(parameter(token, "mirror").await.as_deref(), Some("v1"));
+    let (child, _) = state(bucket, ROLLBACK_CHILD).await.expect("child state");
+    let mut ids: Vec<&String> = child["resources"].as_object().unwrap().keys().collect();
+    let mut before_ids: Vec<&String> = before["resources"].as_object().unwrap().keys().collect();
+    ids.sort();
+    before_ids.sort();
+    assert_eq!(ids, before_ids, "{child}");
+    for id in ["Setting", "Dropped"] {
+        assert_eq!(
+            child["resources"][id]["properties"], before["resources"][id]["properties"],
+            "{id}"
+        );
+        assert_eq!(
+            child["resources"][id]["physicalId"],
+            before["resources"][id]["physicalId"]
+        );
+    }
+    assert_eq!(child["resources"]["Setting"]["properties"]["Value"], "v1");
+    assert_eq!(child["outputs"]["SettingValue"], "v1");
+    let (parent, _) = state(bucket, ROLLBACK_STACK).await.expect("parent state");
+    assert_eq!(
+        parent["resources"]["Child"]["attributes"]["Outputs.SettingValue"],
+        "v1"
+    );
+    assert_eq!(
+        parent["resources"]["Mirror"]["properties"]["Value"], "v1",
+        "{parent}"
+    );
+    assert!(parent["resources"].get("Breaker").is_none());
+    assert!(
+        journal(bucket, ROLLBACK_CHILD).await.is_none(),
+        "the child's pending segment is replayed and its journal deleted"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_parent_rolls_back_the_child_it_updated() {
+    let bucket = bootstrap();
+    let token = unique_name("nrb-auto");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let before = deploy_v1(dir.path(), &bucket, &token).await;
+
+    // v2: the child updates Setting, adds Added and drops Dropped; then the parent's Breaker
+    // (after the child row) fails and the parent rolls back.
+    write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
+    fail_next_breaker_create();
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("injected by deploy_nested.rs"), "{stderr}");
+    assert!(stderr.contains("rolled back"), "{stderr}");
+    assert_child_is_v1(&bucket, &token, &before).await;
+
+    // The next successful deploy (v2, no fault) leaves no journal anywhere.
+    ok(run("deploy", dir.path(), &bucket, &[]));
+    assert_eq!(parameter(&token, "setting").await.as_deref(), Some("v2"));
+    assert_eq!(parameter(&token, "dropped").await, None);
+    assert!(journal(&bucket, ROLLBACK_CHILD).await.is_none());
+    assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
+}
+
+#[tokio::test]
+async fn no_rollback_keeps_the_child_and_cdkd_rollback_reverts_it() {
+    let bucket = bootstrap();
+    let token = unique_name("nrb-keep");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let before = deploy_v1(dir.path(), &bucket, &token).await;
+
+    write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
+    fail_next_breaker_create();
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &["--no-rollback"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(parameter(&token, "setting").await.as_deref(), Some("v2"));
+    assert!(parameter(&token, "added").await.is_some());
+    assert_eq!(parameter(&token, "dropped").await, None);
+
+    // The child's successful deploy left a pending segment; the parent's row op names it.
+    let child_journal = journal(&bucket, ROLLBACK_CHILD)
+        .await
+        .expect("child journal");
+    let segments = child_journal["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 1, "{child_journal}");
+    let pending = &segments[0];
+    assert_eq!(pending["reason"], "nested-pending-parent");
+    let ops: Vec<String> = pending["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {}",
+                o["kind"].as_str().unwrap(),
+                o["logicalId"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for op in ["UPDATE Setting", "CREATE Added", "DELETE Dropped"] {
+        assert!(ops.contains(&op.to_owned()), "{op} in {ops:?}");
+    }
+    let parent_journal = journal(&bucket, ROLLBACK_STACK).await.expect("journal");
+    let row_op = parent_journal["segments"][0]["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["logicalId"] == "Child")
+        .expect("the row's op")
+        .clone();
+    assert_eq!(row_op["kind"], "UPDATE");
+    assert_eq!(row_op["nestedChildSegment"], pending["writtenAt"]);
+
+    // `cdkd rollback` of the parent reverts the child too.
+    let out = cdkd()
+        .args(["rollback", ROLLBACK_STACK, "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("--- cdkd rollback\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_child_is_v1(&bucket, &token, &before).await;
+    assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }
