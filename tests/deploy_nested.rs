@@ -617,3 +617,25 @@ async fn no_rollback_keeps_the_child_and_cdkd_rollback_reverts_it() {
     assert_child_is_v1(&bucket, &token, &before).await;
     assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }
+
+#[tokio::test]
+async fn a_failed_first_deploy_destroys_the_child_it_created_and_its_journal() {
+    let bucket = bootstrap();
+    let token = unique_name("nrb-first");
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
+    fail_next_breaker_create();
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("rolled back"), "{stderr}");
+    assert!(!stderr.contains("could not save state"), "{stderr}");
+    // The created row's revert destroyed the child, whose successful deploy had written a
+    // pending segment: its record and journal are gone with its resources.
+    for name in ["setting", "added", "mirror"] {
+        assert_eq!(parameter(&token, name).await, None, "{name}");
+    }
+    assert!(state(&bucket, ROLLBACK_CHILD).await.is_none());
+    assert!(journal(&bucket, ROLLBACK_CHILD).await.is_none());
+    assert!(state(&bucket, ROLLBACK_STACK).await.is_none());
+    assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
+}

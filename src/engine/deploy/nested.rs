@@ -323,6 +323,9 @@ async fn destroy_locked(
             Err(e) => failures.push((id.clone(), e)),
         }
     }
+    // Every deletion is written before the record is deleted (or kept, on a failure): a
+    // write still in flight would race the delete and fail on the missing key.
+    book.close().await;
     if !failures.is_empty() {
         let list: Vec<String> = failures
             .iter()
