@@ -6,6 +6,8 @@
 //! stops partway resumes where it stopped. State is written behind after each step and saved
 //! at the end. When every segment is gone the journal is deleted with its noncurrent
 //! versions; a stack left with no resources at all loses its ledger, then its state record.
+//! A parent's op that updated a nested-stack row replays the child's `nested-pending-parent`
+//! segment too, under the child's lock (see `nested_pending`).
 
 use std::sync::Arc;
 

@@ -6,6 +6,9 @@
 //! - a CREATE is deleted (its record dropped); `DeletionPolicy: Retain` keeps the resource and
 //!   drops the record, rotating the create-token ledger's nonce; a created nested-stack row
 //!   destroys its child stack (resources, then the `{parent}~{id}` record);
+//! - an UPDATE of a nested-stack row replays the child's `nested-pending-parent` segment
+//!   against the child (`nested_pending`), then restores the row's record;
+//! - a DELETE (only a nested child's pending segment has them) creates the resource again;
 //! - an in-place UPDATE is sent back to the previous record's properties and that record
 //!   restored;
 //! - a replacement (an UPDATE to another physical resource, the old one still alive) deletes
