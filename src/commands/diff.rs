@@ -54,6 +54,7 @@ pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
         registry: Arc::new(crate::provider::routing::registry_for(&backend)),
         reader: Some(reader),
         account_id: account_id.clone(),
+        clients: Some(clients.clone()),
     };
 
     // In a region opted into cdkd-owned asset storage: the templates as a deploy rewrites them.

@@ -167,6 +167,9 @@ impl Printer {
         if p.attribute_propagated {
             text.push_str(" [attribute propagated]");
         }
+        if p.known_after_deploy {
+            text.push_str(" [known after deploy]");
+        }
         self.line(&text);
         self.values(indent, p.old.as_ref(), p.new.as_ref(), false);
     }

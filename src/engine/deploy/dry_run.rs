@@ -51,9 +51,12 @@ pub async fn dry_run(
         &options.parameters,
         env.external.clone(),
     )?;
+    let template = &prepared.resolution.template;
+    let completed =
+        super::unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;
     let plan = plan::plan(
         &prepared,
-        &state,
+        &completed.state,
         &env.registry,
         options.force_stateful_recreation,
     )?;

@@ -213,36 +213,8 @@ async fn read_attribute(
     mut record: ResourceState,
     attribute: &str,
 ) -> Result<(), String> {
-    let Some(physical_id) = record.physical_id.clone() else {
-        return Ok(());
-    };
-    let Some((_, provider)) = super::lookup::record_provider(&run.registry, &record) else {
-        return Ok(());
-    };
     let ctx = run.provider_context();
-    let req = ResourceRequest {
-        logical_id: resource,
-        resource_type: &record.resource_type,
-        properties: &record.properties,
-        client_token: None,
-    };
-    let mut found = match provider.import(&ctx, &req, &physical_id).await {
-        Ok(made) => made.attributes.get(attribute).cloned(),
-        Err(e) => {
-            tracing::debug!("reading {resource} back for {attribute}: {e}");
-            None
-        }
-    };
-    if found.is_none() {
-        if let Ok(Some(props)) = provider.read(&ctx, &req, &physical_id).await {
-            let mut at = Some(Value::Object(props));
-            for part in attribute.split('.') {
-                at = at.and_then(|v| v.get(part).cloned());
-            }
-            found = at;
-        }
-    }
-    let Some(value) = found else {
+    let Some(value) = read_back(&run.registry, &ctx, resource, &record, attribute).await else {
         return Ok(());
     };
     crate::ui::info(format!(
@@ -253,6 +225,43 @@ async fn read_attribute(
     record.attributes = Some(attributes);
     run.book.put(resource, Some(record)).await;
     Ok(())
+}
+
+/// `attribute` of the recorded resource `resource` as AWS reports it now: from the
+/// provider's read-back of its attributes, else the property at that dotted path. `None`
+/// when neither has it (or the record cannot be read back).
+pub(super) async fn read_back(
+    registry: &Registry,
+    ctx: &ProviderContext<'_>,
+    resource: &str,
+    record: &ResourceState,
+    attribute: &str,
+) -> Option<Value> {
+    let physical_id = record.physical_id.clone()?;
+    let (_, provider) = super::lookup::record_provider(registry, record)?;
+    let req = ResourceRequest {
+        logical_id: resource,
+        resource_type: &record.resource_type,
+        properties: &record.properties,
+        client_token: None,
+    };
+    let mut found = match provider.import(ctx, &req, &physical_id).await {
+        Ok(made) => made.attributes.get(attribute).cloned(),
+        Err(e) => {
+            tracing::debug!("reading {resource} back for {attribute}: {e}");
+            None
+        }
+    };
+    if found.is_none() {
+        if let Ok(Some(props)) = provider.read(ctx, &req, &physical_id).await {
+            let mut at = Some(Value::Object(props));
+            for part in attribute.split('.') {
+                at = at.and_then(|v| v.get(part).cloned());
+            }
+            found = at;
+        }
+    }
+    found
 }
 
 fn replace_reason(planned: &Planned) -> String {

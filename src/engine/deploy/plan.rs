@@ -13,11 +13,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::changes::{diff_properties, is_stateful, stateful_refusal};
+use super::changes::{diff_properties, is_stateful, replaces, stateful_refusal};
 use super::lookup::{provisioned_by, Resolution, Snapshot};
 use super::prepare::Prepared;
 use super::DeployError;
-use crate::plan::{ChangeKind, ChangeReason, ChangeSet, ResourceChange};
+use crate::plan::{ChangeKind, ChangeReason, ChangeSet, PropertyDiff, ResourceChange};
 use crate::provider::{is_skipped_type, Registry, Route};
 use crate::state::{ResourcePolicy, ResourceState, StackState};
 use crate::template::Resource;
@@ -131,7 +131,8 @@ pub(super) fn plan(
                 let desired = resolution.comparable(id, desired, &r.properties);
                 change.property_diffs =
                     diff_properties(&res.type_, &desired, &r.properties, &unknown);
-                deferred = !moved.is_empty();
+                let possible = possible_changes(res, r, &unknown, state);
+                deferred = !moved.is_empty() || !possible.is_empty();
                 if let Some(d) = change
                     .property_diffs
                     .iter()
@@ -145,12 +146,13 @@ pub(super) fn plan(
                         let why = format!("create-only property {} changed", d.path);
                         refused.push(stateful_refusal(id, &res.type_, &why));
                     }
-                } else if !change.property_diffs.is_empty() {
+                } else if !change.property_diffs.is_empty() || !possible.is_empty() {
                     change.kind = ChangeKind::Update;
                     change.reasons.push(ChangeReason::PropertiesChanged);
                 } else if deferred {
                     change.kind = ChangeKind::Update;
                 }
+                change.property_diffs.extend(possible);
                 for (from, kind) in &moved {
                     change.reasons.push(match kind {
                         ChangeKind::Create | ChangeKind::Replace => {
@@ -212,6 +214,35 @@ pub(super) fn plan(
 
 fn template_stack(prepared: &Prepared) -> String {
     prepared.graph.stack().to_owned()
+}
+
+/// The properties of `res` that could not be resolved because they read an attribute the
+/// record of an existing resource lacks (one its provider did not report and nothing read
+/// back): counted as possible changes, shown with the template's expression as their new
+/// value and decided in the walk, which reads the attribute back and sends nothing when the
+/// resolved value equals the record. A create-only key's replacement is a ceiling, as for a
+/// propagated change (`replaces` with no values).
+fn possible_changes(
+    res: &Resource,
+    rec: &ResourceState,
+    unknown: &[String],
+    state: &StackState,
+) -> Vec<PropertyDiff> {
+    unknown
+        .iter()
+        .filter_map(|key| {
+            let value = res.properties.get(key)?;
+            if !super::unrecorded::reads_unrecorded(value, state) {
+                return None;
+            }
+            Some(PropertyDiff {
+                path: key.clone(),
+                old: rec.properties.get(key).cloned(),
+                new: Some(value.clone()),
+                requires_replacement: replaces(&res.type_, key, None, None),
+            })
+        })
+        .collect()
 }
 
 /// Whether the template's `UpdateReplacePolicy` (else the record's) keeps the old resource.

@@ -175,3 +175,76 @@ fn a_type_change_replaces() {
     let plan = super::plan(&p, &s, &registry(), false).unwrap();
     assert_eq!(kind(&plan, "C"), (ChangeKind::Replace, false));
 }
+
+/// `state` whose queue A was recorded without its Arn (a record another writer made).
+fn state_without_arn() -> StackState {
+    let mut s = state("x", "30");
+    s.resources.shift_remove("Gone");
+    if let Some(a) = s.resources.get_mut("A") {
+        a.attributes = Some(serde_json::Map::new());
+    }
+    s
+}
+
+#[test]
+fn a_read_of_an_unrecorded_attribute_is_a_possible_change_decided_in_the_walk() {
+    let (_d, p) = prepared(template(), &[]);
+    let s = state_without_arn();
+    let plan = super::plan(&p, &s, &registry(), false).unwrap();
+    // B's Value cannot be resolved from state: planned as an update the walk decides, with
+    // the template's expression as the new value, never skipped as "no change".
+    assert_eq!(kind(&plan, "B"), (ChangeKind::Update, true));
+    let diffs = &plan.planned["B"].change.property_diffs;
+    assert_eq!(diffs.len(), 1, "{diffs:?}");
+    assert_eq!(diffs[0].path, "Value");
+    assert_eq!(diffs[0].old, Some(json!("arn:a")));
+    assert_eq!(diffs[0].new, Some(json!({"Fn::GetAtt": ["A", "Arn"]})));
+    assert!(!diffs[0].requires_replacement);
+    assert_eq!(plan.describe(), "1 to create, 1 to update");
+    // Its readers are decided in the walk too (B's Value may move).
+    assert!(super::super::unrecorded::reads_unrecorded(
+        &json!({"Fn::Sub": "${A.Arn}/x"}),
+        &s
+    ));
+    assert!(!super::super::unrecorded::reads_unrecorded(
+        &json!({"Ref": "A"}),
+        &s
+    ));
+}
+
+#[test]
+fn an_unchanged_expression_whose_attribute_is_read_back_plans_no_change() {
+    let (_d, p) = prepared(template(), &[]);
+    let mut s = state_without_arn();
+    // What the pre-plan read-back finds: the attribute as AWS reports it.
+    assert_eq!(
+        super::super::unrecorded::wanted(&p.resolution.template, &s),
+        vec![("A".to_string(), "Arn".to_string())]
+    );
+    s.resources
+        .get_mut("A")
+        .and_then(|a| a.attributes.as_mut())
+        .unwrap()
+        .insert("Arn".into(), json!("arn:a"));
+    let mut plan = super::plan(&p, &s, &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "B"), (ChangeKind::NoChange, false));
+    assert!(super::super::unrecorded::wanted(&p.resolution.template, &s).is_empty());
+    // The completed record of the unchanged queue is stored, so the next plan reads nothing.
+    let completed = super::super::unrecorded::Completed {
+        state: s.clone(),
+        read: vec![("A".into(), "Arn".into())],
+    };
+    super::super::unrecorded::keep(&mut plan, &completed);
+    let kept: Vec<&str> = plan.refreshed.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(kept, vec!["A"]);
+    // A changed expression is compared with the value read back: a real change.
+    let mut t = template();
+    t["Resources"]["B"]["Properties"]["Value"] = json!({"Fn::Sub": "${A.Arn}-2"});
+    let (_d, p) = prepared(t, &[]);
+    let plan = super::plan(&p, &s, &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "B"), (ChangeKind::Update, false));
+    assert_eq!(
+        plan.planned["B"].change.property_diffs[0].new,
+        Some(json!("arn:a-2"))
+    );
+}

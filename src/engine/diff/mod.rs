@@ -40,6 +40,9 @@ pub struct DiffEnv {
     /// Cross-stack reads, read-only (see [`external`]); `None` leaves them unknown.
     pub reader: Option<Arc<ExternalReader>>,
     pub account_id: String,
+    /// Reads back an attribute a reference reads that a record lacks (read-only); `None`
+    /// leaves such a property a possible change.
+    pub clients: Option<Arc<crate::aws::Clients>>,
 }
 
 /// The stack to diff.
@@ -158,6 +161,21 @@ fn diff_boxed(
                 diff.new_stack = true;
                 StackState::new(&stack, &region)
             }
+        };
+        let state = match &env.clients {
+            Some(clients) => {
+                crate::engine::deploy::unrecorded::complete_for_preview(
+                    &env.registry,
+                    clients,
+                    &stack,
+                    &region,
+                    &env.account_id,
+                    &template_file,
+                    state,
+                )
+                .await
+            }
+            None => state,
         };
         let lookup = external::lookup_for(
             env.reader.as_ref(),

@@ -44,6 +44,14 @@ pub struct PropertyChange {
     pub requires_replacement: bool,
     pub replacement_propagated: bool,
     pub attribute_propagated: bool,
+    /// The new value reads an attribute state does not record and AWS could not be asked
+    /// for: shown as the template's expression, resolved by the deploy.
+    #[serde(skip_serializing_if = "is_false")]
+    pub known_after_deploy: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The rows of every resource the plan does not leave alone, in the plan's order.
@@ -68,6 +76,8 @@ fn row(pre: &Preview, state: &StackState, c: &ResourceChange) -> ResourceDiff {
         for d in &c.property_diffs {
             let mut leaves = Vec::new();
             leaf_changes(&d.path, d.old.as_ref(), d.new.as_ref(), &mut leaves);
+            // A possible change (plan.rs): its new side is still the template's expression.
+            let unresolved = d.new.as_ref().is_some_and(|n| !references(n).is_empty());
             for (path, old, new) in leaves {
                 properties.push(PropertyChange {
                     path,
@@ -76,6 +86,7 @@ fn row(pre: &Preview, state: &StackState, c: &ResourceChange) -> ResourceDiff {
                     requires_replacement: d.requires_replacement,
                     replacement_propagated: false,
                     attribute_propagated: false,
+                    known_after_deploy: unresolved,
                 });
             }
         }
@@ -152,6 +163,7 @@ fn propagated(
                     requires_replacement,
                     replacement_propagated: replacement,
                     attribute_propagated: !replacement,
+                    known_after_deploy: false,
                 });
             }
         }
