@@ -425,6 +425,8 @@ async fn a_container_asset_without_docker_fails_naming_the_stack() {
 /// The parent and child of the `nested-rollback` fixtures.
 const ROLLBACK_STACK: &str = "NestedRollback";
 const ROLLBACK_CHILD: &str = "NestedRollback~Child";
+/// v2 replaces the child's `Renamed` (an SSM parameter, a stateful type) by renaming it.
+const FORCE: &str = "--force-stateful-recreation";
 /// The type whose create the rollback tests make fail (no other test of this binary makes one).
 const BREAKER_TYPE: &str = "AWS::Athena::WorkGroup";
 
@@ -470,13 +472,15 @@ async fn journal(bucket: &str, stack: &str) -> Option<Value> {
     Some(serde_json::from_slice(&bytes).expect("journal json"))
 }
 
-/// Deploys the v1 fixture: the child's `Setting` is v1 and it has `Dropped`; no journal stays.
+/// Deploys the v1 fixture: the child's `Setting` is v1, it has `Dropped` and `Renamed` is
+/// `renamed-a`; no journal stays.
 async fn deploy_v1(dir: &Path, bucket: &str, token: &str) -> Value {
     write_rollback_fixture("nested-rollback", dir, token);
     ok(run("deploy", dir, bucket, &[]));
     assert_eq!(parameter(token, "setting").await.as_deref(), Some("v1"));
     assert_eq!(parameter(token, "mirror").await.as_deref(), Some("v1"));
     assert!(parameter(token, "dropped").await.is_some());
+    assert!(parameter(token, "renamed-a").await.is_some());
     // A successful nested deploy leaves no journal, the child's included.
     assert!(journal(bucket, ROLLBACK_CHILD).await.is_none());
     assert!(journal(bucket, ROLLBACK_STACK).await.is_none());
@@ -498,13 +502,16 @@ async fn assert_child_is_v1(bucket: &str, token: &str, before: &Value) {
         "deleted, then created again"
     );
     assert_eq!(parameter(token, "mirror").await.as_deref(), Some("v1"));
+    // The replacement is swapped back: the old parameter was kept for it, the new one goes.
+    assert!(parameter(token, "renamed-a").await.is_some());
+    assert_eq!(parameter(token, "renamed-b").await, None);
     let (child, _) = state(bucket, ROLLBACK_CHILD).await.expect("child state");
     let mut ids: Vec<&String> = child["resources"].as_object().unwrap().keys().collect();
     let mut before_ids: Vec<&String> = before["resources"].as_object().unwrap().keys().collect();
     ids.sort();
     before_ids.sort();
     assert_eq!(ids, before_ids, "{child}");
-    for id in ["Setting", "Dropped"] {
+    for id in ["Setting", "Dropped", "Renamed"] {
         assert_eq!(
             child["resources"][id]["properties"], before["resources"][id]["properties"],
             "{id}"
@@ -543,16 +550,18 @@ async fn a_failed_parent_rolls_back_the_child_it_updated() {
     // (after the child row) fails and the parent rolls back.
     write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
     fail_next_breaker_create();
-    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &[]);
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &[FORCE]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("injected by deploy_nested.rs"), "{stderr}");
     assert!(stderr.contains("rolled back"), "{stderr}");
     assert_child_is_v1(&bucket, &token, &before).await;
 
     // The next successful deploy (v2, no fault) leaves no journal anywhere.
-    ok(run("deploy", dir.path(), &bucket, &[]));
+    ok(run("deploy", dir.path(), &bucket, &[FORCE]));
     assert_eq!(parameter(&token, "setting").await.as_deref(), Some("v2"));
     assert_eq!(parameter(&token, "dropped").await, None);
+    assert!(parameter(&token, "renamed-b").await.is_some());
+    assert_eq!(parameter(&token, "renamed-a").await, None, "replaced");
     assert!(journal(&bucket, ROLLBACK_CHILD).await.is_none());
     assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }
@@ -566,11 +575,14 @@ async fn no_rollback_keeps_the_child_and_cdkd_rollback_reverts_it() {
 
     write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
     fail_next_breaker_create();
-    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &["--no-rollback"]);
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &["--no-rollback", FORCE]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(parameter(&token, "setting").await.as_deref(), Some("v2"));
     assert!(parameter(&token, "added").await.is_some());
     assert_eq!(parameter(&token, "dropped").await, None);
+    // The replaced parameter's old one is kept until the top-level deploy succeeds.
+    assert!(parameter(&token, "renamed-a").await.is_some());
+    assert!(parameter(&token, "renamed-b").await.is_some());
 
     // The child's successful deploy left a pending segment; the parent's row op names it.
     let child_journal = journal(&bucket, ROLLBACK_CHILD)
@@ -592,9 +604,21 @@ async fn no_rollback_keeps_the_child_and_cdkd_rollback_reverts_it() {
             )
         })
         .collect();
-    for op in ["UPDATE Setting", "CREATE Added", "DELETE Dropped"] {
+    for op in [
+        "UPDATE Setting",
+        "CREATE Added",
+        "DELETE Dropped",
+        "UPDATE Renamed",
+    ] {
         assert!(ops.contains(&op.to_owned()), "{op} in {ops:?}");
     }
+    let renamed = pending["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["logicalId"] == "Renamed")
+        .unwrap();
+    assert_eq!(renamed["oldDeletionDeferred"], true, "{renamed}");
     let parent_journal = journal(&bucket, ROLLBACK_STACK).await.expect("journal");
     let row_op = parent_journal["segments"][0]["operations"]
         .as_array()
@@ -631,7 +655,7 @@ async fn a_failed_first_deploy_destroys_the_child_it_created_and_its_journal() {
     assert!(!stderr.contains("could not save state"), "{stderr}");
     // The created row's revert destroyed the child, whose successful deploy had written a
     // pending segment: its record and journal are gone with its resources.
-    for name in ["setting", "added", "mirror"] {
+    for name in ["setting", "added", "mirror", "renamed-b"] {
         assert_eq!(parameter(&token, name).await, None, "{name}");
     }
     assert!(state(&bucket, ROLLBACK_CHILD).await.is_none());

@@ -47,6 +47,11 @@ pub mod reason {
 /// journalVersion bump). Absent when the child wrote none (it had nothing to change).
 pub const NESTED_CHILD_SEGMENT: &str = "nestedChildSegment";
 
+/// On a replacement op of a `nested-pending-parent` segment: the child's deploy left the old
+/// resource alive for the parent's rollback; the top-level stack's successful deploy deletes
+/// it (additive).
+pub const OLD_DELETION_DEFERRED: &str = "oldDeletionDeferred";
+
 /// On a `nested-pending-parent` segment: the child's outputs before that deploy, as state
 /// stored them, so reverting the segment restores them too (additive).
 pub const PREVIOUS_OUTPUTS: &str = "previousOutputs";
@@ -91,6 +96,15 @@ impl Operation {
     /// The child segment a nested-stack row's UPDATE op names ([`NESTED_CHILD_SEGMENT`]).
     pub fn nested_child_segment(&self) -> Option<u64> {
         self.extra.get(NESTED_CHILD_SEGMENT).and_then(Value::as_u64)
+    }
+
+    /// Whether a nested child's deploy left this replacement's old resource for its top-level
+    /// stack's success to delete ([`OLD_DELETION_DEFERRED`]).
+    pub fn old_deletion_deferred(&self) -> bool {
+        self.extra
+            .get(OLD_DELETION_DEFERRED)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 
     /// A replacement: an UPDATE whose resource is a different physical resource than before.

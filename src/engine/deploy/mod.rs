@@ -407,9 +407,18 @@ async fn deploy_locked(
         ));
     }
     let replaced = std::mem::take(&mut *run.replaced.lock().unwrap_or_else(|p| p.into_inner()));
+    // A nested child keeps the old resources of its replacements until its top-level stack's
+    // deploy succeeds, so the parent's rollback can swap them back (nested_pending).
+    let deferred_olds: Vec<String> = match parent {
+        Some(_) => replaced.iter().map(|(id, _)| id.clone()).collect(),
+        None => Vec::new(),
+    };
     // After a failure the old resources stay: a rollback swaps them back, and the journal
     // names them (a later successful deploy deletes them).
-    for (id, record) in replaced.into_iter().filter(|_| deploy_ok) {
+    for (id, record) in replaced
+        .into_iter()
+        .filter(|_| deploy_ok && parent.is_none())
+    {
         let readers_failed = prepared
             .graph
             .transitive_dependents_of(&id)
@@ -496,6 +505,7 @@ async fn deploy_locked(
                     &final_state,
                     outputs_before,
                     removed_records,
+                    deferred_olds,
                     &report.resources,
                 )
                 .await;

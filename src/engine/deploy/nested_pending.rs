@@ -14,6 +14,7 @@ use std::pin::Pin;
 use serde_json::{Map, Value};
 
 use super::book::StateBook;
+use super::delete::delete_recorded;
 use super::execute::Run;
 use super::nested::{child_stack_name, is_nested};
 use super::report::{Action, Done};
@@ -22,7 +23,8 @@ use super::tokens::Tokens;
 use super::{failure, DeployEnv};
 use crate::provider::ProviderContext;
 use crate::state::journal::{
-    reason, Journal, JournalStore, OpKind, Operation, Segment, PREVIOUS_OUTPUTS,
+    reason, Journal, JournalStore, OpKind, Operation, Segment, OLD_DELETION_DEFERRED,
+    PREVIOUS_OUTPUTS,
 };
 use crate::state::ledger::LedgerStore;
 use crate::state::{ResourceState, StackState};
@@ -40,12 +42,13 @@ pub(super) async fn after_child_success(
     final_state: &StackState,
     previous_outputs: Map<String, Value>,
     removed: Vec<(String, ResourceState)>,
+    deferred_olds: Vec<String>,
     done: &[Done],
 ) -> Option<u64> {
     let store = failure::journal_store(env);
     let settle = run.tokens.settle(final_state);
     let write = async {
-        let segment = pending_segment(run, previous_outputs, removed, done);
+        let segment = pending_segment(run, previous_outputs, removed, &deferred_olds, done);
         let written_at = segment.written_at;
         let mut journal = prior.unwrap_or_else(|| Journal::new(&run.stack, &run.region));
         let settled = journal.append_pending(segment);
@@ -70,13 +73,15 @@ pub(super) async fn after_child_success(
     written
 }
 
-/// This run's operations as a `nested-pending-parent` segment: the old resource of a
-/// replacement the delete half removed is marked as not retained, and each removed resource
-/// that was deleted is a DELETE op with its record (a rollback creates it again).
+/// This run's operations as a `nested-pending-parent` segment: a replacement whose old
+/// resource the deploy left alive for later is marked so ([`OLD_DELETION_DEFERRED`]), and each
+/// removed resource that was deleted is a DELETE op with its record (a rollback creates it
+/// again).
 fn pending_segment(
     run: &Run,
     previous_outputs: Map<String, Value>,
     removed: Vec<(String, ResourceState)>,
+    deferred_olds: &[String],
     done: &[Done],
 ) -> Segment {
     let acted = |id: &str, action: Action| {
@@ -85,8 +90,9 @@ fn pending_segment(
     };
     let mut segment = run.oplog.segment(reason::NESTED_PENDING_PARENT);
     for op in segment.operations.iter_mut() {
-        if op.is_replacement() && acted(&op.logical_id, Action::OldDeleted) {
-            op.old_resource_retained = Some(false);
+        if op.is_replacement() && deferred_olds.contains(&op.logical_id) {
+            op.extra
+                .insert(OLD_DELETION_DEFERRED.into(), Value::Bool(true));
         }
     }
     for (id, record) in removed {
@@ -114,7 +120,8 @@ fn pending_segment(
 
 /// After a top-level stack's successful deploy: deletes the rollback journals of its nested
 /// descendants (children, grandchildren, ...), each under that stack's lock, so no
-/// `nested-pending-parent` segment outlives the deploy. Failures are warnings.
+/// `nested-pending-parent` segment outlives the deploy; first the old resources their
+/// replacements left alive for a rollback are deleted. Failures are warnings.
 pub(super) async fn settle_descendants(env: &DeployEnv, stack: &str, region: &str) {
     let store = failure::journal_store(env);
     let names = match store.descendants(stack, region).await {
@@ -138,6 +145,11 @@ pub(super) async fn settle_descendants(env: &DeployEnv, stack: &str, region: &st
                 continue;
             }
         };
+        let deletable = delete_deferred_olds(env, &store, &child, region).await;
+        if !deletable {
+            lock.release_and_warn().await;
+            continue;
+        }
         if let Err(e) = store.delete(&child, region).await {
             ui::warn(format!(
                 "{child}: could not delete its rollback journal after {stack}'s successful \
@@ -146,6 +158,80 @@ pub(super) async fn settle_descendants(env: &DeployEnv, stack: &str, region: &st
         }
         lock.release_and_warn().await;
     }
+}
+
+/// Deletes the old resources the pending segments of `child`'s journal left alive (unless its
+/// record names them again). Returns whether the journal may be deleted (it was read).
+async fn delete_deferred_olds(
+    env: &DeployEnv,
+    store: &JournalStore,
+    child: &str,
+    region: &str,
+) -> bool {
+    let journal = match store.load(child, region).await {
+        Ok(Some(journal)) => journal,
+        Ok(None) => return true,
+        Err(e) => {
+            ui::warn(format!("{child}: its rollback journal was kept: {e}"));
+            return false;
+        }
+    };
+    let ops: Vec<&Operation> = journal
+        .segments
+        .iter()
+        .filter(|s| s.reason == reason::NESTED_PENDING_PARENT)
+        .flat_map(|s| s.operations.iter())
+        .filter(|o| o.is_replacement() && o.old_deletion_deferred())
+        .collect();
+    if ops.is_empty() {
+        return true;
+    }
+    let recorded: Vec<String> = match env.backend.load(child, region).await {
+        Ok(loaded) => loaded
+            .map(|l| l.parsed.state.resources)
+            .unwrap_or_default()
+            .values()
+            .filter_map(|r| r.physical_id.clone())
+            .collect(),
+        Err(e) => {
+            ui::warn(format!(
+                "{child}: its rollback journal was kept (the old resources of its replacements \
+                 are still to be deleted): {e}"
+            ));
+            return false;
+        }
+    };
+    let ctx = ProviderContext {
+        clients: &env.clients,
+        stack_name: child,
+        region,
+        account_id: &env.account_id,
+        partition: crate::resolve::partition_for_region(region).name,
+        no_wait: false,
+    };
+    for op in ops {
+        let Some(old) = op.previous.as_ref() else {
+            continue;
+        };
+        let Some(pid) = old.physical_id.as_deref() else {
+            continue;
+        };
+        if recorded.iter().any(|r| r == pid) {
+            continue;
+        }
+        let (_, result) = delete_recorded(&env.registry, &ctx, &op.logical_id, old).await;
+        match result {
+            Ok(()) => ui::info(format!(
+                "  ✓ {child} {} {} old resource {pid} deleted",
+                op.logical_id, old.resource_type
+            )),
+            Err(e) => ui::warn(format!(
+                "{child}: the old {} of {} ({pid}) could not be deleted: {e}; delete it by hand",
+                old.resource_type, op.logical_id
+            )),
+        }
+    }
+    true
 }
 
 /// Reverts a parent's UPDATE op of the nested-stack row `id`: under the child's lock, replays
@@ -233,6 +319,7 @@ async fn replay_child(
         orphan: parent.orphan,
         backend: parent.backend,
         exports: parent.exports,
+        progress: parent.progress,
     };
     let segment = journal.segments[index].clone();
     ui::info(format!(
