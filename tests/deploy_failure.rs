@@ -297,6 +297,9 @@ async fn a_failed_first_deploy_rolls_back_everything_it_created() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("rolled back"), "{stderr}");
     assert!(stderr.contains("injected by deploy_failure.rs"), "{stderr}");
+    // The rollback's lines go through the progress sink: prefixed with the stack.
+    let reverted = format!("{} | ↩ Param AWS::SSM::Parameter deleted", app.stack);
+    assert!(stderr.contains(&reverted), "{stderr}");
     // Nothing the run created survives, and the stack has no objects left.
     assert_eq!(visibility(&app.stack, "keep").await, None);
     assert_eq!(visibility(&app.stack, "added").await, None);
@@ -381,6 +384,11 @@ async fn no_rollback_keeps_the_changes_and_cdkd_rollback_reverts_them() {
     // `cdkd rollback` needs no app: only the stack name and the bucket.
     let (code, stderr) = app.run(&["rollback", &app.stack, "--state-bucket", &app.bucket]);
     assert_eq!(code, 0, "{stderr}");
+    // No progress sink there: each reverted operation is its own indented line.
+    assert!(
+        stderr.contains("  ↩ Added AWS::SQS::Queue deleted"),
+        "{stderr}"
+    );
     assert_eq!(visibility(&app.stack, "keep").await.as_deref(), Some("30"));
     assert_eq!(visibility(&app.stack, "added").await, None);
     let after = app.state().await.expect("state");

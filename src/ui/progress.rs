@@ -111,6 +111,23 @@ impl Progress {
         self.redraw();
     }
 
+    /// A step that is not a walk's resource operation (a rollback's) ended: `line`, when
+    /// there is one, printed with its stack, and the step counted like an operation.
+    pub fn step_finished(&self, stack: &str, id: &str, line: Option<&str>, failed: bool) {
+        {
+            let mut c = self.counts();
+            c.running.remove(&(stack.to_owned(), id.to_owned()));
+            c.finished += 1;
+            if failed {
+                c.failed += 1;
+            }
+        }
+        if let Some(line) = line {
+            print_line(&format!("{stack} | {line}"));
+        }
+        self.redraw();
+    }
+
     /// Resources of `stack` that will not run (a dependency failed, or an interruption).
     pub fn not_run(&self, stack: &str, ids: &[String], why: &str) {
         for id in ids {

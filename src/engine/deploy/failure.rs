@@ -118,6 +118,7 @@ pub(super) async fn after_failure(
         orphan: false,
         backend: &env.backend,
         exports: Some(env.exports.as_ref()),
+        progress: run.nested.options.progress.as_deref(),
     };
     let mut reverted = reverter.revert(&segment.operations, &[]).await;
     // A replacement `--replace` deleted the old resource of before its create failed: the

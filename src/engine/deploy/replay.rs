@@ -130,6 +130,7 @@ async fn replay_locked(
         orphan: options.orphan,
         backend: &env.backend,
         exports: None,
+        progress: None,
     };
 
     let mut report = ReplayReport::default();

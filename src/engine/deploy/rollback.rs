@@ -25,6 +25,7 @@ use crate::provider::{ProviderContext, Registry, ResourceRequest, UpdateOutcome}
 use crate::state::journal::{FailedOperation, OpKind, Operation};
 use crate::state::ResourceState;
 use crate::ui;
+use crate::ui::progress::Progress;
 
 use std::sync::Arc;
 
@@ -67,6 +68,10 @@ pub(crate) struct Reverter<'a> {
     pub backend: &'a Arc<S3Backend>,
     /// The exports index, when the caller has one: a destroyed child's exports leave it.
     pub exports: Option<&'a ExportIndexStore>,
+    /// The deploy's progress sink (an automatic rollback): each step's line is prefixed with
+    /// its stack and counted in the bar like the walk's; `None` (`cdkd rollback`) prints the
+    /// lines as they are.
+    pub progress: Option<&'a Progress>,
 }
 
 impl Reverter<'_> {
@@ -74,26 +79,48 @@ impl Reverter<'_> {
     /// operation.
     pub async fn revert(&self, ops: &[Operation], skip: &[String]) -> Reverted {
         let mut out = Reverted::default();
+        if let Some(p) = self.progress {
+            p.add_total(
+                ops.iter()
+                    .filter(|op| !skip.contains(&op.logical_id))
+                    .count(),
+            );
+        }
         for op in ops.iter().rev() {
             if skip.contains(&op.logical_id) {
                 continue;
             }
             let id = &op.logical_id;
+            self.step_started(id);
             match self.revert_one(op, &mut out).await {
                 Ok(what) => {
-                    ui::info(format!("  ↩ {id} {} {what}", op.resource_type));
+                    self.step_finished(id, format!("↩ {id} {} {what}", op.resource_type), false);
                     out.reverted.push(id.clone());
                 }
                 Err(why) => {
-                    ui::info(format!(
-                        "  ✗ {id} {} not rolled back: {why}",
-                        op.resource_type
-                    ));
+                    let line = format!("✗ {id} {} not rolled back: {why}", op.resource_type);
+                    self.step_finished(id, line, true);
                     out.failures.push((id.clone(), why));
                 }
             }
         }
         out
+    }
+
+    /// One more step of this rollback runs (counted in the bar, shown in flight).
+    fn step_started(&self, id: &str) {
+        if let Some(p) = self.progress {
+            p.started(self.ctx.stack_name, id);
+        }
+    }
+
+    /// The line of a step [`Self::step_started`] began (`↩ Id Type deleted`, `✗ ...`):
+    /// through the progress sink, else printed indented.
+    fn step_finished(&self, id: &str, line: String, failed: bool) {
+        match self.progress {
+            Some(p) => p.step_finished(self.ctx.stack_name, id, Some(&line), failed),
+            None => ui::info(format!("  {line}")),
+        }
     }
 
     /// `--revert-failed`: sends failed updates back to their previous properties.
@@ -108,15 +135,26 @@ impl Reverter<'_> {
                 // `recreate_deleted_first` handles.
                 continue;
             }
+            if let Some(p) = self.progress {
+                p.add_total(1);
+            }
+            self.step_started(&f.logical_id);
             match self.restore_in_place(&f.logical_id, previous).await {
                 Ok(()) => {
-                    ui::info(format!(
-                        "  ↩ {} {} failed update reverted",
+                    let line = format!(
+                        "↩ {} {} failed update reverted",
                         f.logical_id, f.resource_type
-                    ));
+                    );
+                    self.step_finished(&f.logical_id, line, false);
                     out.reverted.push(f.logical_id.clone());
                 }
-                Err(why) => out.failures.push((f.logical_id.clone(), why)),
+                Err(why) => {
+                    if let Some(p) = self.progress {
+                        // Counted and taken out of the in-flight list; no line, as before.
+                        p.step_finished(self.ctx.stack_name, &f.logical_id, None, true);
+                    }
+                    out.failures.push((f.logical_id.clone(), why));
+                }
             }
         }
         out
@@ -135,20 +173,23 @@ impl Reverter<'_> {
                 continue;
             }
             let id = &f.logical_id;
+            if let Some(p) = self.progress {
+                p.add_total(1);
+            }
+            self.step_started(id);
             match self.recreate(id, previous).await {
                 Ok(()) => {
-                    ui::info(format!(
-                        "  ↩ {id} {} re-created as it was (--replace had deleted it before its \
+                    let line = format!(
+                        "↩ {id} {} re-created as it was (--replace had deleted it before its \
                          replacement failed)",
                         previous.resource_type
-                    ));
+                    );
+                    self.step_finished(id, line, false);
                     out.reverted.push(id.clone());
                 }
                 Err(why) => {
-                    ui::info(format!(
-                        "  ✗ {id} {} not re-created: {why}",
-                        previous.resource_type
-                    ));
+                    let line = format!("✗ {id} {} not re-created: {why}", previous.resource_type);
+                    self.step_finished(id, line, true);
                     out.failures.push((id.clone(), why));
                 }
             }
