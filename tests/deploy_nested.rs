@@ -425,6 +425,8 @@ async fn a_container_asset_without_docker_fails_naming_the_stack() {
 /// The parent and child of the `nested-rollback` fixtures.
 const ROLLBACK_STACK: &str = "NestedRollback";
 const ROLLBACK_CHILD: &str = "NestedRollback~Child";
+/// The child's own nested stack, whose `Knob` parameter v2 changes too.
+const ROLLBACK_GRANDCHILD: &str = "NestedRollback~Child~Grand";
 /// v2 replaces the child's `Renamed` (an SSM parameter, a stateful type) by renaming it.
 const FORCE: &str = "--force-stateful-recreation";
 /// The type whose create the rollback tests make fail (no other test of this binary makes one).
@@ -481,8 +483,10 @@ async fn deploy_v1(dir: &Path, bucket: &str, token: &str) -> Value {
     assert_eq!(parameter(token, "mirror").await.as_deref(), Some("v1"));
     assert!(parameter(token, "dropped").await.is_some());
     assert!(parameter(token, "renamed-a").await.is_some());
+    assert_eq!(parameter(token, "grand").await.as_deref(), Some("grand-v1"));
     // A successful nested deploy leaves no journal, the child's included.
     assert!(journal(bucket, ROLLBACK_CHILD).await.is_none());
+    assert!(journal(bucket, ROLLBACK_GRANDCHILD).await.is_none());
     assert!(journal(bucket, ROLLBACK_STACK).await.is_none());
     state(bucket, ROLLBACK_CHILD).await.expect("child state").0
 }
@@ -537,6 +541,16 @@ async fn assert_child_is_v1(bucket: &str, token: &str, before: &Value) {
         journal(bucket, ROLLBACK_CHILD).await.is_none(),
         "the child's pending segment is replayed and its journal deleted"
     );
+    // The grandchild is reverted through the child's row op, recursively.
+    assert_eq!(parameter(token, "grand").await.as_deref(), Some("grand-v1"));
+    let (grand, _) = state(bucket, ROLLBACK_GRANDCHILD)
+        .await
+        .expect("grandchild state");
+    assert_eq!(
+        grand["resources"]["Knob"]["properties"]["Value"],
+        "grand-v1"
+    );
+    assert!(journal(bucket, ROLLBACK_GRANDCHILD).await.is_none());
 }
 
 #[tokio::test]
@@ -562,7 +576,12 @@ async fn a_failed_parent_rolls_back_the_child_it_updated() {
     assert_eq!(parameter(&token, "dropped").await, None);
     assert!(parameter(&token, "renamed-b").await.is_some());
     assert_eq!(parameter(&token, "renamed-a").await, None, "replaced");
+    assert_eq!(
+        parameter(&token, "grand").await.as_deref(),
+        Some("grand-v2")
+    );
     assert!(journal(&bucket, ROLLBACK_CHILD).await.is_none());
+    assert!(journal(&bucket, ROLLBACK_GRANDCHILD).await.is_none());
     assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }
 
@@ -619,6 +638,23 @@ async fn no_rollback_keeps_the_child_and_cdkd_rollback_reverts_it() {
         .find(|o| o["logicalId"] == "Renamed")
         .unwrap();
     assert_eq!(renamed["oldDeletionDeferred"], true, "{renamed}");
+    assert_eq!(
+        parameter(&token, "grand").await.as_deref(),
+        Some("grand-v2")
+    );
+    let grand_journal = journal(&bucket, ROLLBACK_GRANDCHILD)
+        .await
+        .expect("grandchild journal");
+    let grand_row = pending["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["logicalId"] == "Grand")
+        .expect("the child's row op");
+    assert_eq!(
+        grand_row["nestedChildSegment"],
+        grand_journal["segments"][0]["writtenAt"]
+    );
     let parent_journal = journal(&bucket, ROLLBACK_STACK).await.expect("journal");
     let row_op = parent_journal["segments"][0]["operations"]
         .as_array()
@@ -655,11 +691,13 @@ async fn a_failed_first_deploy_destroys_the_child_it_created_and_its_journal() {
     assert!(!stderr.contains("could not save state"), "{stderr}");
     // The created row's revert destroyed the child, whose successful deploy had written a
     // pending segment: its record and journal are gone with its resources.
-    for name in ["setting", "added", "mirror", "renamed-b"] {
+    for name in ["setting", "added", "mirror", "renamed-b", "grand"] {
         assert_eq!(parameter(&token, name).await, None, "{name}");
     }
     assert!(state(&bucket, ROLLBACK_CHILD).await.is_none());
     assert!(journal(&bucket, ROLLBACK_CHILD).await.is_none());
+    assert!(state(&bucket, ROLLBACK_GRANDCHILD).await.is_none());
+    assert!(journal(&bucket, ROLLBACK_GRANDCHILD).await.is_none());
     assert!(state(&bucket, ROLLBACK_STACK).await.is_none());
     assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }
