@@ -1,7 +1,8 @@
 //! The deploy's plan end to end through the binary against the emulator: a property whose
 //! new expression reads an attribute the state record does not hold is updated (not planned
 //! as "no change"), `cdkd diff` reports it before the deploy, and an expression that did not
-//! change plans no change even when its attribute is missing from the record.
+//! change plans no change even when its attribute is missing from the record; one AWS cannot
+//! be asked for is shown as a change known after deploy.
 
 mod support;
 
@@ -155,6 +156,44 @@ async fn a_property_changed_to_read_an_unrecorded_attribute_is_updated() {
         record["resources"]["Queue"]["attributes"]["Arn"],
         arn.as_str()
     );
+    let (code, stdout, stderr) = diff(&app);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+}
+
+#[tokio::test]
+async fn an_attribute_aws_cannot_be_asked_for_is_a_change_known_after_deploy() {
+    // The SSM provider does not report a parameter's Arn, and reading the parameter back
+    // does not find it: the diff cannot resolve the new value, and reports a possible change.
+    let app = App::new("cdkd-plan");
+    let stack = unique_name("plan-unknown");
+    let source = format!("/{stack}/source");
+    let reader = format!("/{stack}/reader");
+    let stack_template = |value: Value| {
+        json!({"Resources": {
+            "Source": {"Type": "AWS::SSM::Parameter",
+                "Properties": {"Name": source, "Type": "String", "Value": "v"}},
+            "Reader": {"Type": "AWS::SSM::Parameter",
+                "Properties": {"Name": reader, "Type": "String", "Value": value}}
+        }})
+    };
+    let v1 = stack_template(json!({"Ref": "Source"}));
+    app.write_stacks(&[(&stack, &v1, &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let record = app.record(&stack);
+    assert!(record["resources"]["Source"]["attributes"]
+        .get("Arn")
+        .is_none());
+
+    let v2 = stack_template(json!({"Fn::GetAtt": ["Source", "Arn"]}));
+    app.write_stacks(&[(&stack, &v2, &[])]);
+    let (code, stdout, stderr) = diff(&app);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("Reader"), "{stdout}");
+    assert!(stdout.contains("[known after deploy]"), "{stdout}");
+    assert!(stdout.contains("Fn::GetAtt"), "{stdout}");
+    // v1 again: nothing changed.
+    app.write_stacks(&[(&stack, &v1, &[])]);
     let (code, stdout, stderr) = diff(&app);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
 }
