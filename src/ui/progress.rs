@@ -207,3 +207,21 @@ fn terminal_width() -> usize {
         .filter(|w: &usize| *w > 20)
         .unwrap_or(100)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rollback_step_is_counted_like_an_operation() {
+        let p = Progress::new(false);
+        p.add_total(2);
+        p.started("S", "A");
+        assert!(p.status_text().ends_with("| A"), "{}", p.status_text());
+        p.step_finished("S", "A", None, false);
+        p.step_finished("S", "B", None, true);
+        let text = p.status_text();
+        assert!(text.contains("] 2/2, 1 failed "), "{text}");
+        assert!(!text.contains("| A"), "{text}");
+    }
+}
