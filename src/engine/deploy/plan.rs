@@ -6,7 +6,10 @@
 //! final. A resource that references something created, updated or replaced in this run gets a
 //! tentative verdict (its literal changes, or an update "propagated" from the dependency) and is
 //! decided again inside the walk, once the dependency is done and its new id and attributes are
-//! known; nothing is sent to AWS when its resolved properties turn out unchanged.
+//! known; nothing is sent to AWS when its resolved properties turn out unchanged. A property
+//! reading an attribute the record of an existing resource lacks, which the read-back before
+//! planning could not find either (`unrecorded.rs`), is a possible change decided there too,
+//! never skipped as unchanged.
 //!
 //! A replacement of a stateful type without `--force-stateful-recreation` is refused here,
 //! before any resource changes.

@@ -4,7 +4,9 @@
 //! about and reported under "blocking"), and the deploy's own preparation, change computation
 //! and outputs bag are run against it ([`crate::engine::deploy::preview`]); no lock is taken.
 //! What only AWS could answer stays best-effort: a value that cannot be resolved before a
-//! dependency exists is not compared, and no secret is fetched. Nested stacks are diffed
+//! dependency exists is not compared, and no secret is fetched. An attribute a reference reads
+//! that the record of an existing resource lacks is read back from AWS first (read-only, as
+//! the deploy does); one that cannot be read is a change `[known after deploy]`. Nested stacks are diffed
 //! recursively against their child records (`{parent}~{logicalId}`).
 //!
 //! - [`rows`]: resource rows with only the changed sub-properties;
