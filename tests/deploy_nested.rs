@@ -701,3 +701,45 @@ async fn a_failed_first_deploy_destroys_the_child_it_created_and_its_journal() {
     assert!(state(&bucket, ROLLBACK_STACK).await.is_none());
     assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }
+
+#[tokio::test]
+async fn removing_a_child_row_deletes_the_old_resources_its_pending_segment_kept() {
+    let bucket = bootstrap();
+    let token = unique_name("nrb-gone");
+    let dir = tempfile::tempdir().expect("temp dir");
+    deploy_v1(dir.path(), &bucket, &token).await;
+    write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
+    fail_next_breaker_create();
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &["--no-rollback", FORCE]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        parameter(&token, "renamed-a").await.is_some(),
+        "kept for a rollback"
+    );
+
+    // The next deploy drops the child row: the child is destroyed, and with it the old
+    // parameter its replacement kept alive for the parent's rollback.
+    let template = serde_json::json!({"Resources": {"Other": {"Type": "AWS::SSM::Parameter",
+        "Properties": {"Name": format!("/{token}/other"), "Type": "String", "Value": "x"}}}});
+    std::fs::write(
+        dir.path().join("NestedRollback.template.json"),
+        template.to_string(),
+    )
+    .unwrap();
+    ok(run("deploy", dir.path(), &bucket, &[]));
+    for name in [
+        "setting",
+        "added",
+        "mirror",
+        "renamed-a",
+        "renamed-b",
+        "grand",
+    ] {
+        assert_eq!(parameter(&token, name).await, None, "{name}");
+    }
+    for stack in [ROLLBACK_CHILD, ROLLBACK_GRANDCHILD] {
+        assert!(state(&bucket, stack).await.is_none(), "{stack}");
+        assert!(journal(&bucket, stack).await.is_none(), "{stack}");
+    }
+    assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
+}

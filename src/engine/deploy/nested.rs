@@ -342,12 +342,20 @@ async fn destroy_locked(
         .delete_state(child, region)
         .await
         .map_err(|e| format!("nested stack {child}: its resources are deleted but its state record could not be: {e}"))?;
-    // Its journal (pending segments of a parent's deploy included) must not outlive it.
+    // Its journal (pending segments of a parent's deploy included) must not outlive it, nor
+    // the old resources of replacements those segments kept alive for a rollback.
     let journals = crate::state::journal::JournalStore::new(
         backend.client().clone(),
         backend.bucket(),
         backend.keys().clone(),
     );
+    if let Ok(Some(journal)) = journals.load(child, region).await {
+        let ctx = ProviderContext {
+            stack_name: child,
+            ..*ctx
+        };
+        super::nested_pending::delete_olds(registry, &ctx, &journal, &[]).await;
+    }
     if let Err(e) = journals.delete(child, region).await {
         crate::ui::warn(format!(
             "nested stack {child}: destroyed, but its rollback journal could not be deleted: {e}"

@@ -5,7 +5,9 @@
 //! appends a segment holding the operations that deploy completed ([`after_child_success`]),
 //! so that when the parent's deploy then fails, reverting the parent's UPDATE op of the row
 //! replays that segment against the child ([`revert_child`]). The child's journals go when the
-//! top-level stack's deploy succeeds ([`settle_descendants`]). Every write of a child's journal
+//! top-level stack's deploy succeeds ([`settle_descendants`]). A child's replacement keeps its
+//! old resource (`oldDeletionDeferred`) so that rollback can swap it back; the top-level success,
+//! or the child's destruction, deletes it ([`delete_olds`]). Every write of a child's journal
 //! holds the child's lock.
 
 use std::future::Future;
@@ -21,7 +23,7 @@ use super::report::{Action, Done};
 use super::rollback::Reverter;
 use super::tokens::Tokens;
 use super::{failure, DeployEnv};
-use crate::provider::ProviderContext;
+use crate::provider::{ProviderContext, Registry};
 use crate::state::journal::{
     reason, Journal, JournalStore, OpKind, Operation, Segment, OLD_DELETION_DEFERRED,
     PREVIOUS_OUTPUTS,
@@ -176,14 +178,7 @@ async fn delete_deferred_olds(
             return false;
         }
     };
-    let ops: Vec<&Operation> = journal
-        .segments
-        .iter()
-        .filter(|s| s.reason == reason::NESTED_PENDING_PARENT)
-        .flat_map(|s| s.operations.iter())
-        .filter(|o| o.is_replacement() && o.old_deletion_deferred())
-        .collect();
-    if ops.is_empty() {
+    if deferred_olds(&journal).is_empty() {
         return true;
     }
     let recorded: Vec<String> = match env.backend.load(child, region).await {
@@ -209,7 +204,20 @@ async fn delete_deferred_olds(
         partition: crate::resolve::partition_for_region(region).name,
         no_wait: false,
     };
-    for op in ops {
+    delete_olds(&env.registry, &ctx, &journal, &recorded).await;
+    true
+}
+
+/// Deletes the old resources whose deletion the pending segments of `journal` deferred, unless
+/// `recorded` (the stack's physical ids) names them again. A failure is a warning.
+pub(super) async fn delete_olds(
+    registry: &Registry,
+    ctx: &ProviderContext<'_>,
+    journal: &Journal,
+    recorded: &[String],
+) {
+    let child = journal.stack_name.as_str();
+    for op in deferred_olds(journal) {
         let Some(old) = op.previous.as_ref() else {
             continue;
         };
@@ -219,7 +227,7 @@ async fn delete_deferred_olds(
         if recorded.iter().any(|r| r == pid) {
             continue;
         }
-        let (_, result) = delete_recorded(&env.registry, &ctx, &op.logical_id, old).await;
+        let (_, result) = delete_recorded(registry, ctx, &op.logical_id, old).await;
         match result {
             Ok(()) => ui::info(format!(
                 "  ✓ {child} {} {} old resource {pid} deleted",
@@ -231,7 +239,17 @@ async fn delete_deferred_olds(
             )),
         }
     }
-    true
+}
+
+/// The replacement ops of pending segments whose old resource is still to be deleted.
+fn deferred_olds(journal: &Journal) -> Vec<&Operation> {
+    journal
+        .segments
+        .iter()
+        .filter(|s| s.reason == reason::NESTED_PENDING_PARENT)
+        .flat_map(|s| s.operations.iter())
+        .filter(|o| o.is_replacement() && o.old_deletion_deferred())
+        .collect()
 }
 
 /// Reverts a parent's UPDATE op of the nested-stack row `id`: under the child's lock, replays
