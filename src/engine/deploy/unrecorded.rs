@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::plan::Plan;
 use crate::plan::{references, ChangeKind};
 use crate::provider::{ProviderContext, Registry};
+use crate::resolve::external::{join_all, BoxFuture};
 use crate::state::StackState;
 use crate::template::Template;
 
@@ -63,22 +64,41 @@ pub(super) fn wanted(template: &Template, state: &StackState) -> Vec<(String, St
     out.into_iter().collect()
 }
 
-/// `state` with every attribute [`wanted`] names that reading its resource back found.
+/// `state` with every attribute [`wanted`] names that reading its resource back found (the
+/// resources read concurrently).
 pub(crate) async fn complete(
     registry: &Registry,
     ctx: &ProviderContext<'_>,
     template: &Template,
     mut state: StackState,
 ) -> Completed {
-    let mut read = Vec::new();
+    let mut by_resource: Vec<(String, Vec<String>)> = Vec::new();
     for (id, attribute) in wanted(template, &state) {
-        let Some(rec) = state.resources.get(&id) else {
-            continue;
-        };
-        let Some(value) = super::execute::read_back(registry, ctx, &id, rec, &attribute).await
-        else {
-            continue;
-        };
+        match by_resource.last_mut() {
+            Some((last, attrs)) if *last == id => attrs.push(attribute),
+            _ => by_resource.push((id, vec![attribute])),
+        }
+    }
+    let reads: Vec<BoxFuture<'_, Vec<(String, String, Value)>>> = by_resource
+        .into_iter()
+        .filter_map(|(id, attributes)| {
+            let rec = state.resources.get(&id)?.clone();
+            let read: BoxFuture<'_, _> = Box::pin(async move {
+                let mut found = Vec::new();
+                for attribute in attributes {
+                    let value =
+                        super::execute::read_back(registry, ctx, &id, &rec, &attribute).await;
+                    if let Some(value) = value {
+                        found.push((id.clone(), attribute, value));
+                    }
+                }
+                found
+            });
+            Some(read)
+        })
+        .collect();
+    let mut read = Vec::new();
+    for (id, attribute, value) in join_all(reads).await.into_iter().flatten() {
         if let Some(rec) = state.resources.get_mut(&id) {
             rec.attributes
                 .get_or_insert_with(Default::default)
