@@ -503,10 +503,12 @@ async fn deploy_locked(
                     &run,
                     prior_journal,
                     &final_state,
-                    outputs_before,
-                    removed_records,
-                    deferred_olds,
-                    &report.resources,
+                    nested_pending::ChildOutcome {
+                        previous_outputs: outputs_before,
+                        removed: removed_records,
+                        deferred_olds,
+                        done: &report.resources,
+                    },
                 )
                 .await;
             }

@@ -32,6 +32,18 @@ use crate::state::ledger::LedgerStore;
 use crate::state::{ResourceState, StackState};
 use crate::ui;
 
+/// What a nested child's successful deploy did beyond its op log.
+pub(super) struct ChildOutcome<'a> {
+    /// Its outputs before the deploy, as state stored them.
+    pub previous_outputs: Map<String, Value>,
+    /// The records of the resources it removed from the template.
+    pub removed: Vec<(String, ResourceState)>,
+    /// The ids of its replacements whose old resource it left alive.
+    pub deferred_olds: Vec<String>,
+    /// Every operation it finished.
+    pub done: &'a [Done],
+}
+
 /// After a nested child's successful deploy (its final save done): settles the ledger, removes
 /// the segments of earlier failed attempts (deleting the old resources of replacements they
 /// kept alive, as a top-level success does) and appends this run's `nested-pending-parent`
@@ -42,15 +54,12 @@ pub(super) async fn after_child_success(
     run: &Run,
     prior: Option<Journal>,
     final_state: &StackState,
-    previous_outputs: Map<String, Value>,
-    removed: Vec<(String, ResourceState)>,
-    deferred_olds: Vec<String>,
-    done: &[Done],
+    outcome: ChildOutcome<'_>,
 ) -> Option<u64> {
     let store = failure::journal_store(env);
     let settle = run.tokens.settle(final_state);
     let write = async {
-        let segment = pending_segment(run, previous_outputs, removed, &deferred_olds, done);
+        let segment = pending_segment(run, outcome);
         let written_at = segment.written_at;
         let mut journal = prior.unwrap_or_else(|| Journal::new(&run.stack, &run.region));
         let settled = journal.append_pending(segment);
@@ -79,13 +88,13 @@ pub(super) async fn after_child_success(
 /// resource the deploy left alive for later is marked so ([`OLD_DELETION_DEFERRED`]), and each
 /// removed resource that was deleted is a DELETE op with its record (a rollback creates it
 /// again).
-fn pending_segment(
-    run: &Run,
-    previous_outputs: Map<String, Value>,
-    removed: Vec<(String, ResourceState)>,
-    deferred_olds: &[String],
-    done: &[Done],
-) -> Segment {
+fn pending_segment(run: &Run, outcome: ChildOutcome<'_>) -> Segment {
+    let ChildOutcome {
+        previous_outputs,
+        removed,
+        deferred_olds,
+        done,
+    } = outcome;
     let acted = |id: &str, action: Action| {
         done.iter()
             .any(|d| d.logical_id == id && d.action == action)
