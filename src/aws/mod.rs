@@ -11,6 +11,7 @@ pub mod trace;
 
 pub use errors::{classify, error_code, AwsError, ErrorKind};
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -31,6 +32,8 @@ pub struct ClientOptions {
 pub struct Clients {
     base: SdkConfig,
     per_region: Mutex<HashMap<String, SdkConfig>>,
+    /// Service clients already built, by client type and region ("" = the default region).
+    built: Mutex<HashMap<(TypeId, String), Box<dyn Any + Send + Sync>>>,
     account: OnceCell<String>,
 }
 
@@ -65,6 +68,7 @@ impl Clients {
         Clients {
             base,
             per_region: Mutex::new(HashMap::new()),
+            built: Mutex::new(HashMap::new()),
             account: OnceCell::new(),
         }
     }
@@ -94,6 +98,36 @@ impl Clients {
             .clone()
     }
 
+    /// The client of one service for `region`, built by `build` the first time and shared
+    /// after: a client is a handle (an `Arc` inside), and building one (its runtime plugins,
+    /// interceptors, endpoint resolver) costs more CPU than a call made with it, which the
+    /// providers would otherwise pay once per resource operation.
+    pub fn cached<C: Clone + Send + Sync + 'static>(
+        &self,
+        region: Option<&str>,
+        build: impl FnOnce(&SdkConfig) -> C,
+    ) -> C {
+        let key = (TypeId::of::<C>(), region.unwrap_or_default().to_owned());
+        if let Some(client) = self
+            .built_lock()
+            .get(&key)
+            .and_then(|c| c.downcast_ref::<C>())
+        {
+            return client.clone();
+        }
+        let client = build(&self.config(region));
+        self.built_lock()
+            .entry(key)
+            .or_insert_with(|| Box::new(client.clone()));
+        client
+    }
+
+    fn built_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(TypeId, String), Box<dyn Any + Send + Sync>>> {
+        self.built.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// True when S3 requests go to an overridden endpoint (emulator, S3-compatible store).
     pub fn s3_endpoint_overridden(&self) -> bool {
         self.base.endpoint_url().is_some()
@@ -102,41 +136,43 @@ impl Clients {
     }
 
     pub fn s3(&self, region: Option<&str>) -> aws_sdk_s3::Client {
-        let config = self.config(region);
-        let s3_config = aws_sdk_s3::config::Builder::from(&config)
-            .force_path_style(self.s3_endpoint_overridden())
-            .build();
-        aws_sdk_s3::Client::from_conf(s3_config)
+        let path_style = self.s3_endpoint_overridden();
+        self.cached(region, |config| {
+            let s3_config = aws_sdk_s3::config::Builder::from(config)
+                .force_path_style(path_style)
+                .build();
+            aws_sdk_s3::Client::from_conf(s3_config)
+        })
     }
 
     pub fn sts(&self) -> aws_sdk_sts::Client {
-        aws_sdk_sts::Client::new(&self.base)
+        self.cached(None, aws_sdk_sts::Client::new)
     }
 
     pub fn cloudformation(&self, region: Option<&str>) -> aws_sdk_cloudformation::Client {
-        aws_sdk_cloudformation::Client::new(&self.config(region))
+        self.cached(region, aws_sdk_cloudformation::Client::new)
     }
 
     pub fn ssm(&self, region: Option<&str>) -> aws_sdk_ssm::Client {
-        aws_sdk_ssm::Client::new(&self.config(region))
+        self.cached(region, aws_sdk_ssm::Client::new)
     }
 
     pub fn secretsmanager(&self, region: Option<&str>) -> aws_sdk_secretsmanager::Client {
-        aws_sdk_secretsmanager::Client::new(&self.config(region))
+        self.cached(region, aws_sdk_secretsmanager::Client::new)
     }
 
     /// EC2, for `Fn::GetAZs` (DescribeAvailabilityZones).
     pub fn ec2(&self, region: Option<&str>) -> aws_sdk_ec2::Client {
-        aws_sdk_ec2::Client::new(&self.config(region))
+        self.cached(region, aws_sdk_ec2::Client::new)
     }
 
     /// ECR, for container assets (the image-exists check, the login token) and bootstrap.
     pub fn ecr(&self, region: Option<&str>) -> aws_sdk_ecr::Client {
-        aws_sdk_ecr::Client::new(&self.config(region))
+        self.cached(region, aws_sdk_ecr::Client::new)
     }
 
     pub fn cloudcontrol(&self, region: Option<&str>) -> aws_sdk_cloudcontrol::Client {
-        aws_sdk_cloudcontrol::Client::new(&self.config(region))
+        self.cached(region, aws_sdk_cloudcontrol::Client::new)
     }
 
     /// The caller's account id from STS GetCallerIdentity, asked once per process; when STS
@@ -186,7 +222,33 @@ pub fn account_from_env(value: Option<&str>) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::account_from_env;
+    use super::{account_from_env, ClientOptions, Clients};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn a_client_is_built_once_per_type_and_region() {
+        let options = ClientOptions {
+            region: Some("eu-west-1".into()),
+            ..Default::default()
+        };
+        let clients = Clients::load(&options).await;
+        let builds = AtomicUsize::new(0);
+        let build = |config: &aws_config::SdkConfig| {
+            builds.fetch_add(1, Ordering::SeqCst);
+            Arc::new(config.region().map(|r| r.to_string()))
+        };
+        let first = clients.cached(Some("us-west-2"), build);
+        let again = clients.cached(Some("us-west-2"), build);
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(first.as_deref(), Some("us-west-2"));
+        let default = clients.cached(None, build);
+        assert_eq!(default.as_deref(), Some("eu-west-1"));
+        assert_eq!(builds.load(Ordering::SeqCst), 2);
+        // Another client type for the same region is built apart.
+        let other = clients.cached(Some("us-west-2"), |_| 7u8);
+        assert_eq!(other, 7);
+    }
 
     #[test]
     fn only_a_twelve_digit_account_id_is_used() {

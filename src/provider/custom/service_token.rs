@@ -73,7 +73,7 @@ pub async fn invoke_lambda(
     region: &str,
     payload: &[u8],
 ) -> Result<Delivered, AwsError> {
-    let client = aws_sdk_lambda::Client::new(&clients.config(Some(region)));
+    let client = clients.cached(Some(region), aws_sdk_lambda::Client::new);
     match client
         .invoke()
         .function_name(arn)
@@ -107,7 +107,7 @@ pub async fn publish_sns(
     region: &str,
     payload: &str,
 ) -> Result<Delivered, AwsError> {
-    let client = aws_sdk_sns::Client::new(&clients.config(Some(region)));
+    let client = clients.cached(Some(region), aws_sdk_sns::Client::new);
     match client
         .publish()
         .topic_arn(arn)

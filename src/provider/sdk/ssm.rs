@@ -50,7 +50,7 @@ pub struct ParameterProvider;
 type Sdk<E> = SdkError<E, HttpResponse>;
 
 fn client(ctx: &ProviderContext<'_>) -> Client {
-    Client::new(&ctx.clients.config(Some(ctx.region)))
+    ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
 fn aws_err<E>(

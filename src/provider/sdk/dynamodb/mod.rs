@@ -52,7 +52,7 @@ pub struct DynamoDbTableProvider;
 type Sdk<E> = SdkError<E, HttpResponse>;
 
 fn client(ctx: &ProviderContext<'_>) -> Client {
-    Client::new(&ctx.clients.config(Some(ctx.region)))
+    ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
 fn aws_err<E>(

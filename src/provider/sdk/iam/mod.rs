@@ -30,7 +30,8 @@ use crate::provider::{props, schema, ProviderContext, ProviderError, ResourceReq
 pub(super) type Sdk<E> = SdkError<E, HttpResponse>;
 
 pub(super) fn client(ctx: &ProviderContext<'_>) -> aws_sdk_iam::Client {
-    aws_sdk_iam::Client::new(&ctx.clients.config(Some(ctx.region)))
+    ctx.clients
+        .cached(Some(ctx.region), aws_sdk_iam::Client::new)
 }
 
 pub(super) use super::is_not_found;

@@ -43,7 +43,7 @@ use crate::aws::{error_code, AwsError};
 use crate::provider::{ProviderContext, ProviderError, ResourceRequest};
 
 fn client(ctx: &ProviderContext<'_>) -> Client {
-    Client::new(&ctx.clients.config(Some(ctx.region)))
+    ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
 /// A failed Lambda call as the one-line provider error.

@@ -35,7 +35,7 @@ const DEFAULT_CLASS: &str = "STANDARD";
 pub struct LogsProvider;
 
 fn client(ctx: &ProviderContext<'_>) -> Client {
-    Client::new(&ctx.clients.config(Some(ctx.region)))
+    ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
 fn aws_error<E>(

@@ -31,7 +31,8 @@ pub struct SnsProvider;
 
 /// A client for `region` (the context's region when `None`).
 fn client(ctx: &ProviderContext<'_>, region: Option<&str>) -> Client {
-    Client::new(&ctx.clients.config(Some(region.unwrap_or(ctx.region))))
+    ctx.clients
+        .cached(Some(region.unwrap_or(ctx.region)), Client::new)
 }
 
 /// The region field of an ARN (`arn:aws:sns:REGION:...`), when it has one.

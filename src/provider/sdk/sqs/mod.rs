@@ -40,7 +40,7 @@ enum Kind {
 }
 
 fn client(ctx: &ProviderContext<'_>) -> Client {
-    Client::new(&ctx.clients.config(Some(ctx.region)))
+    ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
 fn aws_error<E>(
