@@ -118,6 +118,31 @@ pub fn event(name: &str, fields: Value) {
     write(t, line);
 }
 
+/// Marks the start or end of a stack's deploy walk with the CPU time the process has used so
+/// far, so the benchmark can tell the engine's CPU while it provisions from start-up costs
+/// (configuration, root certificates) and the state round trips around the walk.
+pub fn walk_mark(stack: &str, phase: &str) {
+    if tracer().is_none() {
+        return;
+    }
+    event(
+        "walk",
+        json!({ "stack": stack, "phase": phase, "cpuMs": process_cpu_ms() }),
+    );
+}
+
+/// CPU time every live thread of this process has used, in ms: the sum of the first field
+/// (ns on a CPU) of each `/proc/self/task/*/schedstat`. `None` where /proc has no such file.
+/// A thread that already exited is not counted; within one walk none of the runtime's do.
+fn process_cpu_ms() -> Option<f64> {
+    let mut ns: u64 = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let text = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+        ns += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(ns as f64 / 1e6)
+}
+
 /// The one HTTP client every SDK client shares: the SDK's default (hyper 1.x, rustls with
 /// aws-lc, the proxy from the environment), built once, so its connectors (and the root
 /// certificates they load) are cached across the many short-lived service clients the

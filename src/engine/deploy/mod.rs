@@ -339,6 +339,7 @@ async fn deploy_locked(
     let tracker = prepared.graph.ready_tracker(Direction::Deploy);
     let task_run = run.clone();
     let progress = options.progress.clone();
+    crate::aws::trace::walk_mark(&run.stack, "start");
     let outcome = walk(tracker, walk_options(), move |id| {
         let run = task_run.clone();
         let progress = progress.clone();
@@ -354,6 +355,7 @@ async fn deploy_locked(
         }
     })
     .await;
+    crate::aws::trace::walk_mark(&run.stack, "end");
     let mut deploy_ok = outcome.is_success();
     absorb(&mut report, outcome);
     if deploy_ok && options.strict_getatt {
