@@ -743,3 +743,41 @@ async fn removing_a_child_row_deletes_the_old_resources_its_pending_segment_kept
     }
     assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }
+
+#[tokio::test]
+async fn destroy_after_a_failed_no_rollback_deploy_deletes_the_olds_a_child_kept() {
+    let bucket = bootstrap();
+    let token = unique_name("nrb-destroy");
+    let dir = tempfile::tempdir().expect("temp dir");
+    deploy_v1(dir.path(), &bucket, &token).await;
+    write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
+    fail_next_breaker_create();
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &["--no-rollback", FORCE]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        parameter(&token, "renamed-a").await.is_some(),
+        "kept for a rollback"
+    );
+
+    // No rollback: the stack is torn down as it stands. Only the child's journal still names
+    // the old `renamed-a`; the destroy deletes it with the rest instead of stranding it.
+    let (stdout, stderr) = ok(run("destroy", dir.path(), &bucket, &["--all", "--force"]));
+    assert!(
+        format!("{stdout}{stderr}").contains("kept for a rollback"),
+        "the deferred old is named as such: {stderr}"
+    );
+    for name in [
+        "setting",
+        "added",
+        "mirror",
+        "renamed-a",
+        "renamed-b",
+        "grand",
+    ] {
+        assert_eq!(parameter(&token, name).await, None, "{name}");
+    }
+    for stack in [ROLLBACK_STACK, ROLLBACK_CHILD, ROLLBACK_GRANDCHILD] {
+        assert!(state(&bucket, stack).await.is_none(), "{stack}");
+        assert!(journal(&bucket, stack).await.is_none(), "{stack}");
+    }
+}

@@ -339,8 +339,9 @@ async fn delete_strays(run: &Run, report: &mut DestroyReport) {
         match result {
             Ok(()) => {
                 ui::info(format!(
-                    "{} (a failed create only the rollback journal recorded)",
-                    done.with(Action::Deleted, started).line(None)
+                    "{} ({})",
+                    done.with(Action::Deleted, started).line(None),
+                    stray.why
                 ));
                 report.deleted.push(id.clone());
             }
