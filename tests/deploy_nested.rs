@@ -702,10 +702,11 @@ async fn a_failed_first_deploy_destroys_the_child_it_created_and_its_journal() {
     assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }
 
-#[tokio::test]
-async fn removing_a_child_row_deletes_the_old_resources_its_pending_segment_kept() {
+/// Deploys v1, then v2 with `--no-rollback` and the parent's breaker failing after the child
+/// replaced `Renamed`: the old `renamed-a` is still alive, kept for a rollback that is not run.
+async fn v2_failed_without_rollback(prefix: &str) -> (String, String, tempfile::TempDir) {
     let bucket = bootstrap();
-    let token = unique_name("nrb-gone");
+    let token = unique_name(prefix);
     let dir = tempfile::tempdir().expect("temp dir");
     deploy_v1(dir.path(), &bucket, &token).await;
     write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
@@ -716,6 +717,12 @@ async fn removing_a_child_row_deletes_the_old_resources_its_pending_segment_kept
         parameter(&token, "renamed-a").await.is_some(),
         "kept for a rollback"
     );
+    (bucket, token, dir)
+}
+
+#[tokio::test]
+async fn removing_a_child_row_deletes_the_old_resources_its_pending_segment_kept() {
+    let (bucket, token, dir) = v2_failed_without_rollback("nrb-gone").await;
 
     // The next deploy drops the child row: the child is destroyed, and with it the old
     // parameter its replacement kept alive for the parent's rollback.
@@ -746,18 +753,7 @@ async fn removing_a_child_row_deletes_the_old_resources_its_pending_segment_kept
 
 #[tokio::test]
 async fn destroy_after_a_failed_no_rollback_deploy_deletes_the_olds_a_child_kept() {
-    let bucket = bootstrap();
-    let token = unique_name("nrb-destroy");
-    let dir = tempfile::tempdir().expect("temp dir");
-    deploy_v1(dir.path(), &bucket, &token).await;
-    write_rollback_fixture("nested-rollback-v2", dir.path(), &token);
-    fail_next_breaker_create();
-    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &["--no-rollback", FORCE]);
-    assert_eq!(code, 1, "{stderr}");
-    assert!(
-        parameter(&token, "renamed-a").await.is_some(),
-        "kept for a rollback"
-    );
+    let (bucket, token, dir) = v2_failed_without_rollback("nrb-destroy").await;
 
     // No rollback: the stack is torn down as it stands. Only the child's journal still names
     // the old `renamed-a`; the destroy deletes it with the rest instead of stranding it.
