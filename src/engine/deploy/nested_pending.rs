@@ -187,7 +187,7 @@ async fn delete_deferred_olds(
             return false;
         }
     };
-    if deferred_olds(&journal).is_empty() {
+    if journal.deferred_olds().is_empty() {
         return true;
     }
     let recorded: Vec<String> = match env.backend.load(child, region).await {
@@ -226,7 +226,7 @@ pub(super) async fn delete_olds(
     recorded: &[String],
 ) {
     let child = journal.stack_name.as_str();
-    for op in deferred_olds(journal) {
+    for op in journal.deferred_olds() {
         let Some(old) = op.previous.as_ref() else {
             continue;
         };
@@ -248,17 +248,6 @@ pub(super) async fn delete_olds(
             )),
         }
     }
-}
-
-/// The replacement ops of pending segments whose old resource is still to be deleted.
-fn deferred_olds(journal: &Journal) -> Vec<&Operation> {
-    journal
-        .segments
-        .iter()
-        .filter(|s| s.reason == reason::NESTED_PENDING_PARENT)
-        .flat_map(|s| s.operations.iter())
-        .filter(|o| o.is_replacement() && o.old_deletion_deferred())
-        .collect()
 }
 
 /// Reverts a parent's UPDATE op of the nested-stack row `id`: under the child's lock, replays

@@ -11,7 +11,7 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::state::journal::{reason, Journal, JournalStore, OpKind};
+use crate::state::journal::{Journal, JournalStore, OpKind};
 use crate::state::ResourceState;
 use crate::ui;
 
@@ -72,13 +72,7 @@ pub(super) fn strays(journal: &Journal, resources: &IndexMap<String, ResourceSta
             why: FAILED_CREATE,
         });
     }
-    let deferred = journal
-        .segments
-        .iter()
-        .filter(|s| s.reason == reason::NESTED_PENDING_PARENT)
-        .flat_map(|s| s.operations.iter())
-        .filter(|op| op.is_replacement() && op.old_deletion_deferred());
-    for op in deferred {
+    for op in journal.deferred_olds() {
         let Some(old) = op.previous.as_ref() else {
             continue;
         };
@@ -119,7 +113,9 @@ pub(super) async fn load(store: &JournalStore, stack: &str, region: &str) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::journal::{FailedOperation, Operation, Segment, OLD_DELETION_DEFERRED};
+    use crate::state::journal::{
+        reason, FailedOperation, Operation, Segment, OLD_DELETION_DEFERRED,
+    };
     use serde_json::{json, Map};
 
     fn failed(kind: OpKind, id: &str, pid: Option<&str>, policy: Option<&str>) -> FailedOperation {
