@@ -311,6 +311,56 @@ async fn a_failed_first_deploy_rolls_back_everything_it_created() {
 }
 
 #[tokio::test]
+async fn a_rolled_back_create_under_retain_is_kept_in_orphans_and_retain_except_on_create_is_deleted(
+) {
+    let app = App::new("fail-retain");
+    let name = |n: &str| format!("{}-{n}", app.stack);
+    app.write(&json!({"Resources": {
+        "Kept": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Retain",
+                 "Properties": {"QueueName": name("kept")}},
+        "Cleaned": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "RetainExceptOnCreate",
+                    "Properties": {"QueueName": name("cleaned")}},
+        "Repo": {"Type": FAILING_TYPE, "Properties": {"RepositoryName": name("repo")},
+                 "DependsOn": ["Kept", "Cleaned"]}
+    }}));
+    fail_next_repository_create();
+    let (code, stderr) = app.deploy(&[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("rolled back"), "{stderr}");
+    assert!(
+        stderr.contains("Kept AWS::SQS::Queue retained in AWS (DeletionPolicy: Retain)"),
+        "{stderr}"
+    );
+    // Retain keeps the queue the rolled-back create made; RetainExceptOnCreate does not.
+    assert_eq!(visibility(&app.stack, "kept").await.as_deref(), Some("30"));
+    assert_eq!(visibility(&app.stack, "cleaned").await, None);
+
+    // The kept queue is the record's orphan, so the record outlives the failed first deploy.
+    let state = app.state().await.expect("the record keeps the orphan");
+    assert_eq!(state["resources"], json!({}));
+    let orphans = state["orphans"].as_array().expect("an orphans list");
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(orphans[0]["logicalId"], "Kept");
+    assert!(orphans[0]["orphanedAt"].as_u64().is_some(), "{orphans:?}");
+    let kept = &orphans[0]["state"];
+    assert_eq!(kept["resourceType"], "AWS::SQS::Queue");
+    assert_eq!(kept["deletionPolicy"], "Retain");
+    assert!(
+        kept["physicalId"]
+            .as_str()
+            .is_some_and(|u| u.ends_with(&name("kept"))),
+        "{kept}"
+    );
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config().await);
+    let url = kept["physicalId"].as_str().unwrap();
+    sqs.delete_queue()
+        .queue_url(url)
+        .send()
+        .await
+        .expect("clean up");
+}
+
+#[tokio::test]
 async fn a_failed_update_is_rolled_back_to_the_previous_deploy() {
     let app = App::new("fail-update");
     app.write(&app_template(&app.stack, 30, false));

@@ -229,7 +229,60 @@ async fn nested_fixture_deploys_its_child_and_a_redeploy_changes_nothing() {
     );
 }
 
-/// The object's bytes, or `None` when it does not exist.
+#[tokio::test]
+async fn a_protected_parent_refuses_a_deploy_that_would_delete_its_nested_stack() {
+    let bucket = bootstrap();
+    create_cdk_asset_bucket(&account().await).await;
+    let dir = copy_fixture("nested");
+    // terminationProtection on the parent; its parameter (a fixed name another test of this
+    // binary deploys) and outputs left out.
+    let manifest_file = dir.path().join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_file).unwrap()).unwrap();
+    manifest["artifacts"]["ParentStack"]["properties"]["terminationProtection"] = true.into();
+    std::fs::write(&manifest_file, manifest.to_string()).unwrap();
+    let template_file = dir.path().join("ParentStack.template.json");
+    let edit = |f: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+        let mut template: Value =
+            serde_json::from_str(&std::fs::read_to_string(&template_file).unwrap()).unwrap();
+        f(template["Resources"].as_object_mut().unwrap());
+        template.as_object_mut().unwrap().remove("Outputs");
+        std::fs::write(&template_file, template.to_string()).unwrap();
+    };
+    edit(&|r| {
+        r.remove("ChildQueueArn70CEC905");
+    });
+    ok(run("deploy", dir.path(), &bucket, &[]));
+    let child_name = format!("ParentStack~{NESTED_ROW}");
+    let (child, _) = state(&bucket, &child_name).await.expect("child state");
+
+    // The row leaves the template: deleting the child is refused, and nothing is deleted.
+    edit(&|r| {
+        r.remove(NESTED_ROW);
+    });
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("STACK_TERMINATION_PROTECTION")
+            && stderr.contains(&format!("nested stack(s) {child_name}")),
+        "{stderr}"
+    );
+    assert_eq!(state(&bucket, &child_name).await.expect("kept").0, child);
+    let (parent, _) = state(&bucket, "ParentStack").await.expect("parent state");
+    assert!(parent["resources"][NESTED_ROW].is_object());
+    let queue_url = child["resources"]["Queue4A7E3555"]["physicalId"]
+        .as_str()
+        .unwrap();
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config().await);
+    assert!(sqs
+        .get_queue_attributes()
+        .queue_url(queue_url)
+        .send()
+        .await
+        .is_ok());
+}
+
+/// The object's bytes, or `None` when it does not exist./// The object's bytes, or `None` when it does not exist.
 async fn object(bucket: &str, key: &str) -> Option<(Vec<u8>, String)> {
     let got = s3_client()
         .await

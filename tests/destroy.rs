@@ -661,3 +661,147 @@ async fn damaged_and_region_disagreeing_records_are_refused_and_kept() {
     assert_eq!(code, 0, "{stderr}");
     assert!(after.is_none());
 }
+
+/// The RDS instance `id` exists in the emulator's RDS.
+async fn db_instance_exists(id: &str) -> bool {
+    aws_sdk_rds::Client::new(&sdk_config().await)
+        .describe_db_instances()
+        .db_instance_identifier(id)
+        .send()
+        .await
+        .is_ok()
+}
+
+/// The manual snapshots RDS holds of the instance `id`.
+async fn db_snapshots(id: &str) -> Vec<String> {
+    aws_sdk_rds::Client::new(&sdk_config().await)
+        .describe_db_snapshots()
+        .db_instance_identifier(id)
+        .snapshot_type("manual")
+        .send()
+        .await
+        .expect("describe snapshots")
+        .db_snapshots()
+        .iter()
+        .filter_map(|s| s.db_snapshot_identifier().map(str::to_owned))
+        .collect()
+}
+
+/// Deploys `fixtures/apps/protected-db` (terminationProtection, an RDS instance with
+/// DeletionProtection and CloudFormation's default Snapshot policy, a queue) into a fresh
+/// bucket: (bucket, the instance's identifier, the queue's URL).
+async fn deploy_protected_db(prefix: &str) -> (String, String, String) {
+    let bucket = bootstrap(prefix);
+    let (code, stderr) = app_cmd(&fixture("protected-db"), &bucket, &["deploy"]);
+    assert_eq!(code, 0, "deploy failed:\n{stderr}");
+    let state = state_json(&bucket, "ProtectedDb").expect("a record");
+    let db = state["resources"]["Db"]["physicalId"].as_str().unwrap();
+    let queue = state["resources"]["Queue4A7E3555"]["physicalId"]
+        .as_str()
+        .unwrap();
+    assert!(db_instance_exists(db).await, "{db} is in RDS");
+    (bucket, db.to_owned(), queue.to_owned())
+}
+
+#[tokio::test]
+async fn a_protected_stack_is_refused_and_remove_protection_destroys_it_after_a_final_snapshot() {
+    let (bucket, db, queue) = deploy_protected_db("cdkd-protect").await;
+    let dir = fixture("protected-db");
+
+    // terminationProtection: refused before anything is deleted, naming the stack.
+    let (code, stderr) = app_cmd(&dir, &bucket, &["destroy", "--force"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("ProtectedDb: STACK_TERMINATION_PROTECTION")
+            && stderr.contains("--remove-protection"),
+        "{stderr}"
+    );
+    assert!(db_instance_exists(&db).await);
+    assert_eq!(exists("AWS::SQS::Queue", &queue).await, Some(true));
+    let state = state_json(&bucket, "ProtectedDb").expect("the record stays");
+    assert_eq!(state["resources"].as_object().unwrap().len(), 2);
+    assert!(db_snapshots(&db).await.is_empty());
+
+    // --remove-protection: the stack's and the instance's protection are turned off, the
+    // instance's final snapshot is taken (the default Snapshot policy), then everything goes.
+    let (code, stderr) = app_cmd(
+        &dir,
+        &bucket,
+        &["destroy", "--force", "--remove-protection"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("DeletionProtection turned off"), "{stderr}");
+    assert!(!db_instance_exists(&db).await, "{db} is deleted");
+    assert_eq!(exists("AWS::SQS::Queue", &queue).await, Some(false));
+    let snapshots = db_snapshots(&db).await;
+    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+    assert!(
+        snapshots[0].starts_with(&format!("{db}-final-")),
+        "{snapshots:?}"
+    );
+    assert!(
+        stderr.contains(&format!("final snapshot {}", snapshots[0])),
+        "{stderr}"
+    );
+    assert!(state_json(&bucket, "ProtectedDb").is_none());
+}
+
+#[tokio::test]
+async fn state_destroy_with_skip_final_snapshot_deletes_without_one() {
+    let (bucket, db, queue) = deploy_protected_db("cdkd-skipsnap").await;
+    // No app, so no terminationProtection to check (the record keeps none); the instance's
+    // own protection is turned off, and no final snapshot is taken.
+    let args = [
+        "state",
+        "destroy",
+        "ProtectedDb",
+        "--force",
+        "--stack-region",
+        REGION,
+        "--remove-protection",
+        "--skip-final-snapshot",
+    ];
+    let (code, _, stderr) = run(Path::new("."), &bucket, &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("without the final snapshot"), "{stderr}");
+    assert!(!db_instance_exists(&db).await, "{db} is deleted");
+    assert_eq!(exists("AWS::SQS::Queue", &queue).await, Some(false));
+    assert_eq!(db_snapshots(&db).await, Vec::<String>::new());
+    assert!(state_json(&bucket, "ProtectedDb").is_none());
+}
+
+#[tokio::test]
+async fn deletion_protection_refuses_the_delete_until_remove_protection_turns_it_off() {
+    let app = App::new(
+        "dbprot",
+        &json!({"Resources": {
+            "Db": {"Type": "AWS::RDS::DBInstance", "DeletionPolicy": "Delete",
+                   "Properties": {"Engine": "mysql", "DBInstanceClass": "db.t3.micro",
+                                  "MasterUsername": "admin", "DeletionProtection": true}},
+            "Q": {"Type": "AWS::SQS::Queue"}
+        }}),
+    );
+    app.deploy();
+    let (db, queue) = (app.physical_id("Db"), app.physical_id("Q"));
+
+    // RDS refuses the protected instance's delete: a partial destroy that keeps its record.
+    let (code, stderr) = app.cmd(&["destroy", "--force"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("Cannot delete protected DB Instance"),
+        "{stderr}"
+    );
+    assert!(db_instance_exists(&db).await);
+    assert_eq!(exists("AWS::SQS::Queue", &queue).await, Some(false));
+    let state = app.state().expect("the trimmed record");
+    let left: Vec<&String> = state["resources"].as_object().unwrap().keys().collect();
+    assert_eq!(left, vec!["Db"]);
+
+    // --remove-protection turns DeletionProtection off first; DeletionPolicy: Delete takes no
+    // snapshot.
+    let (code, stderr) = app.cmd(&["destroy", "--force", "--remove-protection"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!db_instance_exists(&db).await, "{db} is deleted");
+    assert_eq!(db_snapshots(&db).await, Vec::<String>::new());
+    assert!(app.state().is_none());
+}

@@ -23,6 +23,7 @@ import importlib
 import json
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable
 from urllib.parse import urlparse
 
@@ -52,6 +53,8 @@ class Adapter:
     after_create: Callable[[Any, dict, Context], None] | None = None
     before_delete: Callable[[Any, Context], None] | None = None
     fifo_suffix: bool = False
+    prepare: Callable[[dict], dict] | None = None  # the properties as moto's model reads them
+    lowercase_name: bool = False  # the service lowercases names (RDS identifiers)
 
 
 # -- per-type knowledge ------------------------------------------------------------------
@@ -119,6 +122,36 @@ def _ssm_models(ctx: Context) -> dict:
     return {name: versions[-1] for name, versions in list(params.items()) if versions}
 
 
+def _truthy(value: Any) -> bool:
+    return str(value).lower() == "true"
+
+
+def _rds_prepare(props: dict) -> dict:
+    """moto's DBInstance model reads DBSubnetGroupName / DBSecurityGroups as the model objects
+    its own stacks pass; Cloud Control carries names."""
+    out = dict(props)
+    if isinstance(out.get("DBSubnetGroupName"), str):
+        out["DBSubnetGroupName"] = SimpleNamespace(name=out["DBSubnetGroupName"])
+    if out.get("DBSecurityGroups"):
+        out["DBSecurityGroups"] = [SimpleNamespace(name=g) for g in out["DBSecurityGroups"] if isinstance(g, str)]
+    return out
+
+
+def _rds_protection(db: Any, props: dict, ctx: Context) -> None:
+    # moto's CloudFormation model leaves DeletionProtection out; RDS applies it.
+    db.deletion_protection = _truthy(props.get("DeletionProtection"))
+
+
+def _rds_read(db: Any) -> dict:
+    return {
+        "DBInstanceIdentifier": db.db_instance_identifier,
+        "DeletionProtection": bool(db.deletion_protection),
+        "DBInstanceArn": db.db_instance_arn,
+        "DbiResourceId": db.dbi_resource_id,
+        "Endpoint": {"Address": db.address, "Port": str(db.port), "HostedZoneId": "Z2R2ITUGPM61AM"},
+    }
+
+
 def _no_moto_update(model: Any, props: dict, ctx: Context) -> None:
     """moto's own update would delete and re-create the resource (losing what hangs off
     it, like an event bus's rules): keep the moto resource, record the properties."""
@@ -167,6 +200,18 @@ ADAPTERS: dict[str, Adapter] = {
     ),
     "AWS::ECR::Repository": Adapter(
         models=lambda ctx: dict(_backend("moto.ecr.models", "ecr_backends", ctx).repositories),
+    ),
+    # Real in RDS: DescribeDBInstances lists it, a final snapshot (CreateDBSnapshot) can be
+    # taken of it, and DeleteDBInstance's refusal under DeletionProtection applies.
+    "AWS::RDS::DBInstance": Adapter(
+        models=lambda ctx: dict(_backend("moto.rds.models", "rds_backends", ctx).databases),
+        identifier=lambda db, ctx: db.db_instance_identifier,
+        name_of=lambda db: db.db_instance_identifier,
+        read=_rds_read,
+        update=_rds_protection,
+        after_create=_rds_protection,
+        prepare=_rds_prepare,
+        lowercase_name=True,
     ),
 }
 
@@ -250,11 +295,18 @@ class MotoBacking:
                 name += ".fifo"
             if name_prop:
                 props[name_prop] = name
+        if adapter.lowercase_name:
+            name = str(name).lower()
+            if name_prop:
+                props[name_prop] = name
         existing = adapter.models(ctx).get(adapter.name_key(str(name), ctx))
         if existing is not None:
             raise HandlerFailure("AlreadyExists", already_exists(schema, adapter.identifier(existing, ctx)))
         try:
-            model = cls.create_from_cloudformation_json(str(name), {"Properties": copy.deepcopy(props)}, ctx.account, ctx.region)
+            model_props = copy.deepcopy(props)
+            if adapter.prepare is not None:
+                model_props = adapter.prepare(model_props)
+            model = cls.create_from_cloudformation_json(str(name), {"Properties": model_props}, ctx.account, ctx.region)
         except Exception as e:  # noqa: BLE001
             raise classify(e) from None
         if adapter.after_create is not None:

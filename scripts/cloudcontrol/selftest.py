@@ -171,6 +171,12 @@ MOTO_CASES = {
         lambda i: i in backend("moto.ecr.models", "ecr_backends").repositories,
         lambda m: m["Arn"].endswith(":repository/st-repo") and "RepositoryUri" in m,
     ),
+    "AWS::RDS::DBInstance": (
+        {"DBInstanceIdentifier": "St-DB", "Engine": "mysql", "DBInstanceClass": "db.t3.micro", "AllocatedStorage": "20", "MasterUsername": "admin", "ManageMasterUserPassword": True},
+        [{"op": "add", "path": "/DeletionProtection", "value": False}],
+        lambda i: i in backend("moto.rds.models", "rds_backends").databases,
+        lambda m: m["DBInstanceIdentifier"] == "st-db" and m["DeletionProtection"] is False and m["Endpoint"],
+    ),
 }
 
 
@@ -210,6 +216,15 @@ def moto_both_ways(cc: CC) -> None:
     check(ev["Identifier"].endswith(".fifo"), f"fifo queue name: {ev}")
     bad = cc.create("AWS::IAM::Role", {"RoleName": "st-bad"}, ok=False)
     check(bad["ErrorCode"] == "InvalidRequest" and "AssumeRolePolicyDocument" in bad["StatusMessage"], f"role without policy: {bad}")
+    # RDS refuses to delete a protected instance, as AWS does; an update can lift it.
+    rds = backend("moto.rds.models", "rds_backends")
+    ev = cc.create("AWS::RDS::DBInstance", {"Engine": "mysql", "DBInstanceClass": "db.t3.micro", "MasterUsername": "admin", "DeletionProtection": True})
+    ident = ev["Identifier"]
+    check(ident == ident.lower() and rds.databases[ident].deletion_protection, f"protected instance: {ev}")
+    refused = cc.delete("AWS::RDS::DBInstance", ident)
+    check(refused["OperationStatus"] == "FAILED" and ident in rds.databases, f"protected delete: {refused}")
+    cc.update("AWS::RDS::DBInstance", ident, [{"op": "replace", "path": "/DeletionProtection", "value": False}])
+    check(cc.delete("AWS::RDS::DBInstance", ident)["OperationStatus"] == "SUCCESS", "unprotected delete")
     print("ok  moto both ways")
 
 

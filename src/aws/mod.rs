@@ -161,7 +161,7 @@ impl Clients {
         self.cached(region, aws_sdk_secretsmanager::Client::new)
     }
 
-    /// EC2, for `Fn::GetAZs` (DescribeAvailabilityZones).
+    /// EC2, for `Fn::GetAZs` (DescribeAvailabilityZones) and EBS volumes' final snapshots.
     pub fn ec2(&self, region: Option<&str>) -> aws_sdk_ec2::Client {
         self.cached(region, aws_sdk_ec2::Client::new)
     }
@@ -169,6 +169,21 @@ impl Clients {
     /// ECR, for container assets (the image-exists check, the login token) and bootstrap.
     pub fn ecr(&self, region: Option<&str>) -> aws_sdk_ecr::Client {
         self.cached(region, aws_sdk_ecr::Client::new)
+    }
+
+    /// RDS (also Neptune and DocumentDB clusters, which share its API): final snapshots.
+    pub fn rds(&self, region: Option<&str>) -> aws_sdk_rds::Client {
+        self.cached(region, aws_sdk_rds::Client::new)
+    }
+
+    /// ElastiCache: final snapshots of cache clusters and replication groups.
+    pub fn elasticache(&self, region: Option<&str>) -> aws_sdk_elasticache::Client {
+        self.cached(region, aws_sdk_elasticache::Client::new)
+    }
+
+    /// Redshift: final snapshots of clusters.
+    pub fn redshift(&self, region: Option<&str>) -> aws_sdk_redshift::Client {
+        self.cached(region, aws_sdk_redshift::Client::new)
     }
 
     pub fn cloudcontrol(&self, region: Option<&str>) -> aws_sdk_cloudcontrol::Client {

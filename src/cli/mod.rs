@@ -165,6 +165,10 @@ pub struct DeployArgs {
     /// ListExports / DescribeStacks fallback.
     #[arg(long)]
     pub no_cfn_fallback: bool,
+    /// Delete resources (removed, replaced or rolled back) whose DeletionPolicy or
+    /// UpdateReplacePolicy is Snapshot without the final snapshot (their data is lost).
+    #[arg(long)]
+    pub skip_final_snapshot: bool,
 }
 
 /// `--require-approval`: which changes need a confirmation.
@@ -208,9 +212,15 @@ pub struct DestroyArgs {
     /// version of it; otherwise it survives the destroy.
     #[arg(long)]
     pub purge_events: bool,
-    /// Delete databases without taking a final snapshot.
+    /// Delete resources whose DeletionPolicy is Snapshot without the final snapshot the
+    /// policy takes first (their data is lost).
     #[arg(long)]
     pub skip_final_snapshot: bool,
+    /// Destroy stacks with terminationProtection: true, and turn off each resource's deletion
+    /// protection (RDS DeletionProtection, DynamoDB DeletionProtectionEnabled, ...) before
+    /// deleting it.
+    #[arg(long)]
+    pub remove_protection: bool,
 }
 
 #[derive(Debug, Args)]
@@ -322,6 +332,9 @@ pub struct RollbackArgs {
     /// Region of the stack's state record.
     #[arg(long, value_name = "REGION")]
     pub stack_region: Option<String>,
+    /// Delete reverted creates whose DeletionPolicy is Snapshot without their final snapshot.
+    #[arg(long)]
+    pub skip_final_snapshot: bool,
 }
 
 #[derive(Debug, Args)]
@@ -427,6 +440,14 @@ pub struct StateDestroyArgs {
     /// Do not ask for confirmation.
     #[arg(short = 'f', long)]
     pub force: bool,
+    /// Delete resources whose DeletionPolicy is Snapshot without their final snapshot.
+    #[arg(long)]
+    pub skip_final_snapshot: bool,
+    /// Turn off each resource's deletion protection (RDS DeletionProtection, DynamoDB
+    /// DeletionProtectionEnabled, ...) before deleting it. The record holds no stack-level
+    /// terminationProtection (that is the app's), so state destroy does not check it.
+    #[arg(long)]
+    pub remove_protection: bool,
 }
 
 impl Command {

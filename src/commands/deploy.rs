@@ -112,6 +112,7 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         no_rollback: args.no_rollback,
         replace: args.replace,
         strict_getatt: args.strict_getatt,
+        skip_final_snapshot: args.skip_final_snapshot,
         ..DeployOptions::default()
     };
 
@@ -350,6 +351,7 @@ async fn deploy_one(
         stack_name: &stack.stack_name,
         region: &region,
         template_file: &stack.template_file,
+        termination_protection: stack.termination_protection,
     };
     deploy_stack(env, &target, options)
         .await
@@ -370,6 +372,7 @@ async fn dry_run_all(
                     stack_name: &stack.stack_name,
                     region: &region,
                     template_file: &stack.template_file,
+                    termination_protection: stack.termination_protection,
                 };
                 dry_run(env, &target, options)
                     .await

@@ -2,6 +2,11 @@
 //! app): confirm, then destroy each stack from its state record, dependents before the stacks
 //! they depend on.
 //!
+//! A stack whose manifest sets `terminationProtection: true` is refused (exit 1), before any
+//! confirmation, lock or delete, unless `--remove-protection`; the stacks it depends on are then
+//! kept too. `cdkd state destroy` has no manifest and the record keeps no such flag, so it cannot
+//! refuse on it (its `--remove-protection` turns off resource-level protection only).
+//!
 //! Exit status: 0 when every stack is gone (or had no record), 2 when a destroy deleted part of
 //! a stack and kept the trimmed record (a re-run finishes it), 1 when a stack was refused or
 //! could not be started.
@@ -19,6 +24,7 @@ use crate::engine::deploy::default_registry;
 use crate::engine::destroy::{
     destroy_stack, DestroyEnv, DestroyOptions, DestroyReport, DestroyTarget,
 };
+use crate::engine::policy::DeleteRules;
 use crate::error::{Error, ExitStatus, Result};
 use crate::state::exports::ExportIndexStore;
 use crate::ui;
@@ -29,6 +35,7 @@ struct Planned {
     region: String,
     artifact_id: String,
     dependencies: Vec<String>,
+    termination_protection: bool,
 }
 
 pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
@@ -58,14 +65,33 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
             region,
             artifact_id: stack.artifact_id.clone(),
             dependencies: stack.dependencies.clone(),
+            termination_protection: stack.termination_protection,
         });
     }
     // Dependents first: the selection comes dependencies-first.
     planned.reverse();
+    let mut status = ExitStatus::Success;
+    let mut unfinished: Vec<&Planned> = Vec::new();
+    for stack in planned.iter().filter(|p| p.termination_protection) {
+        if args.remove_protection {
+            ui::warn(format!(
+                "{}: terminationProtection: true, destroyed anyway (--remove-protection)",
+                stack.name
+            ));
+        } else {
+            ui::error(termination_refusal(&stack.name));
+            status = ExitStatus::Failure;
+            unfinished.push(stack);
+        }
+    }
     let names: Vec<String> = planned
         .iter()
+        .filter(|p| !unfinished.iter().any(|u| u.name == p.name))
         .map(|p| format!("{} ({})", p.name, p.region))
         .collect();
+    if names.is_empty() {
+        return Ok(status);
+    }
     if !args.force {
         confirm(
             session,
@@ -92,11 +118,16 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
         concurrency: args.concurrency as usize,
         cancel: Some(cancel_on_ctrl_c()),
         purge_events: args.purge_events,
+        rules: DeleteRules {
+            skip_final_snapshot: args.skip_final_snapshot,
+            remove_protection: args.remove_protection,
+        },
     };
 
-    let mut status = ExitStatus::Success;
-    let mut unfinished: Vec<&Planned> = Vec::new();
     for stack in &planned {
+        if unfinished.iter().any(|u| u.name == stack.name) {
+            continue; // refused above
+        }
         // A stack is kept while a selected stack that depends on it is still there.
         if let Some(dependent) = unfinished
             .iter()
@@ -147,6 +178,10 @@ pub async fn run_state(session: &Session, args: &StateDestroyArgs) -> Result<Exi
         concurrency: 10,
         cancel: Some(cancel_on_ctrl_c()),
         purge_events: false,
+        rules: DeleteRules {
+            skip_final_snapshot: args.skip_final_snapshot,
+            remove_protection: args.remove_protection,
+        },
     };
     let target = DestroyTarget {
         stack_name: &args.stack,
@@ -236,6 +271,15 @@ fn summarize(report: &DestroyReport) -> ExitStatus {
         ui::error(format!("  {id}: {message}"));
     }
     ExitStatus::Partial
+}
+
+/// The refusal of a protected stack's destroy.
+fn termination_refusal(stack: &str) -> String {
+    format!(
+        "{stack}: STACK_TERMINATION_PROTECTION: the stack has terminationProtection: true and \
+         cannot be destroyed; nothing was deleted. Pass --remove-protection to destroy it \
+         anyway, or set terminationProtection: false in the app and deploy it first"
+    )
 }
 
 /// The more severe of two statuses: a failure outranks a partial destroy.

@@ -32,6 +32,7 @@ pub async fn run(session: &Session, args: &RollbackArgs) -> Result<ExitStatus> {
     };
     let options = ReplayOptions {
         orphan: args.orphan,
+        skip_final_snapshot: args.skip_final_snapshot,
         revert_failed: args.revert_failed,
     };
     let stack = args.stack.as_str();

@@ -5,5 +5,6 @@ pub mod deploy;
 pub mod destroy;
 pub mod diff;
 pub mod orphan;
+pub mod policy;
 pub mod scrub;
 pub mod walk;

@@ -13,6 +13,7 @@ use indexmap::IndexMap;
 use super::execute::{provider_message, Run};
 use super::lookup::record_provider;
 use super::report::{observe, Action, Done};
+use crate::engine::policy::Deletion;
 use crate::engine::walk::{walk, WalkOptions, WalkOutcome};
 use crate::plan::{DependencyGraph, Direction, RecordNode};
 use crate::provider::{ProviderContext, Registry, ResourceRequest, Route};
@@ -77,10 +78,16 @@ async fn delete_one(run: &Run, id: &str, doomed: &Doomed) -> Result<Done, (Done,
         return Ok(Done::new(id, &rec.resource_type, route).with(Action::Retained, started));
     }
     let ctx = run.provider_context();
+    let rules = run.nested.delete_rules();
+    let how = if doomed.removed {
+        rules.on_delete()
+    } else {
+        rules.on_replace()
+    };
     let (route, result) = if super::nested::is_nested(&rec.resource_type) {
         super::nested::destroy_row(run, id).await
     } else {
-        delete_recorded(&run.registry, &ctx, id, rec).await
+        delete_recorded(&run.registry, &ctx, &how, id, rec).await
     };
     let done = Done::new(id, &rec.resource_type, route);
     match result {
@@ -99,11 +106,14 @@ pub(crate) const AUTO_DELETE_OBJECTS_TYPE: &str = "Custom::S3AutoDeleteObjects";
 /// Deletes the AWS resource a record names, through the provider that serves it (its recorded
 /// `provisionedBy` first), and says which route it took. The one per-resource delete of both
 /// the delete half of a deploy and `cdkd destroy`, so a type-specific delete rule added here
-/// applies to both. A record with no physical id has nothing in AWS to address and succeeds; a
-/// resource already gone is success (every provider treats not-found so).
+/// applies to both: `how` says which policy governs it, and its steps (the protection flip,
+/// the final snapshot, [`crate::engine::policy`]) run first; a final snapshot that cannot be
+/// taken fails the delete. A record with no physical id has nothing in AWS to address and
+/// succeeds; a resource already gone is success (every provider treats not-found so).
 pub(crate) async fn delete_recorded(
     registry: &Registry,
     ctx: &ProviderContext<'_>,
+    how: &Deletion,
     id: &str,
     rec: &ResourceState,
 ) -> (Route, Result<(), String>) {
@@ -129,6 +139,12 @@ pub(crate) async fn delete_recorded(
         );
         return (route, Err(message));
     };
+    if let Err(e) = how
+        .before_delete(provider.as_ref(), ctx, id, rec, physical_id)
+        .await
+    {
+        return (route, Err(e));
+    }
     let req = ResourceRequest {
         logical_id: id,
         resource_type: &rec.resource_type,

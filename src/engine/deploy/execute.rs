@@ -510,7 +510,8 @@ async fn delete_first(
     ));
     run.oplog.deleted_first(id);
     let ctx = run.provider_context();
-    let (_, deleted) = super::delete::delete_recorded(&run.registry, &ctx, id, old).await;
+    let how = run.nested.delete_rules().on_replace();
+    let (_, deleted) = super::delete::delete_recorded(&run.registry, &ctx, &how, id, old).await;
     if let Err(e) = deleted {
         return Err(format!(
             "{collision} — --replace could not delete the old {what} ({pid}) first: {e}"

@@ -119,6 +119,7 @@ pub(super) async fn after_failure(
         backend: &env.backend,
         exports: Some(env.exports.as_ref()),
         progress: run.nested.options.progress.as_deref(),
+        rules: run.nested.delete_rules(),
     };
     let mut reverted = reverter.revert(&segment.operations, &[]).await;
     // A replacement `--replace` deleted the old resource of before its create failed: the
@@ -143,7 +144,10 @@ pub(super) async fn after_failure(
         };
     }
 
-    let empty_now = run.book.state().await.resources.is_empty();
+    // A resource the rollback kept (`orphans`) keeps the record: it is the only trace of it.
+    let now = run.book.state().await;
+    let empty_now =
+        now.resources.is_empty() && now.orphans.as_ref().is_none_or(|rows| rows.is_empty());
     if first_deploy && empty_now {
         // Nothing this stack ever had is left: remove its objects, ledger first.
         run.book.close().await;
@@ -283,8 +287,10 @@ pub(super) async fn delete_superseded_olds(
             {
                 continue;
             }
+            let how = run.nested.delete_rules().on_replace();
             let (_, result) =
-                super::delete::delete_recorded(&run.registry, &ctx, &op.logical_id, old).await;
+                super::delete::delete_recorded(&run.registry, &ctx, &how, &op.logical_id, old)
+                    .await;
             match result {
                 Ok(()) => ui::info(format!(
                     "  ✓ {} {} old resource {pid} deleted (left by an earlier failed deploy)",

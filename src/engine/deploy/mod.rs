@@ -131,6 +131,8 @@ pub struct DeployOptions {
     pub replace: bool,
     /// `--strict-getatt`: an attribute the provider did not report fails the resource.
     pub strict_getatt: bool,
+    /// `--skip-final-snapshot`: deletes under a `Snapshot` policy take no final snapshot.
+    pub skip_final_snapshot: bool,
 }
 
 /// The stack to deploy.
@@ -138,6 +140,9 @@ pub struct StackTarget<'a> {
     pub stack_name: &'a str,
     pub region: &'a str,
     pub template_file: &'a Path,
+    /// The manifest's `terminationProtection` (a nested stack has its top-level stack's): a
+    /// deploy that would delete a nested stack of it is refused.
+    pub termination_protection: bool,
 }
 
 /// What a stack's deploy did.
@@ -264,6 +269,9 @@ async fn deploy_locked(
         options.force_stateful_recreation,
     )?;
     unrecorded::keep(&mut plan, &completed);
+    if target.termination_protection {
+        nested::refuse_deletes(stack, &plan, &completed.state)?;
+    }
     let state = completed.state;
     noecho::recheck(env, &prepared, &state, &mut plan).await;
     let mut report = StackReport {
@@ -324,7 +332,7 @@ async fn deploy_locked(
         no_wait: options.no_wait,
         force_stateful: options.force_stateful_recreation,
         replaced: Mutex::new(Vec::new()),
-        nested: nested::Scope::new(env, options, target.template_file),
+        nested: nested::Scope::new(env, options, target),
         tokens,
         oplog: oplog::OpLog::default(),
     });
@@ -520,7 +528,8 @@ async fn deploy_locked(
                 .values()
                 .any(|r| nested::is_nested(&r.resource_type));
             if has_nested {
-                nested_pending::settle_descendants(env, stack, region).await;
+                nested_pending::settle_descendants(env, stack, region, run.nested.delete_rules())
+                    .await;
             }
             None
         };

@@ -26,6 +26,7 @@ use super::execute::Run;
 use super::plan::{new_record, with_template_fields, Planned};
 use super::report::Action;
 use super::{DeployEnv, DeployError, DeployOptions, StackReport, StackTarget};
+use crate::engine::policy::DeleteRules;
 use crate::plan::{DependencyGraph, RecordNode};
 use crate::provider::{ProviderContext, Registry, Route};
 use crate::resolve::ParameterOverride;
@@ -58,17 +59,31 @@ pub(super) struct Scope {
     pub env: DeployEnv,
     pub options: DeployOptions,
     pub assembly_dir: PathBuf,
+    /// The top-level stack's `terminationProtection`, which its nested stacks share (as in
+    /// CloudFormation): a deploy that would delete one of them is refused.
+    pub termination_protection: bool,
 }
 
 impl Scope {
-    pub fn new(env: &DeployEnv, options: &DeployOptions, template_file: &Path) -> Self {
+    pub fn new(env: &DeployEnv, options: &DeployOptions, target: &StackTarget<'_>) -> Self {
         Scope {
             env: env.clone(),
             options: options.clone(),
-            assembly_dir: template_file
+            assembly_dir: target
+                .template_file
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
+            termination_protection: target.termination_protection,
+        }
+    }
+
+    /// How this deploy deletes resources (`--skip-final-snapshot`; a deploy never removes
+    /// deletion protection).
+    pub fn delete_rules(&self) -> DeleteRules {
+        DeleteRules {
+            skip_final_snapshot: self.options.skip_final_snapshot,
+            remove_protection: false,
         }
     }
 }
@@ -122,6 +137,7 @@ pub(super) async fn provision(
         &template_file,
         &options,
         parent,
+        scope.termination_protection,
     )
     .await
     .map_err(|e| format!("nested stack {child}: {e}"))?;
@@ -182,6 +198,36 @@ pub(super) async fn provision(
     Ok(action)
 }
 
+/// A stack under `terminationProtection` (or a nested stack of one) keeps its nested stacks:
+/// a plan that deletes or replaces a nested-stack row is refused before anything changes.
+pub(super) fn refuse_deletes(
+    stack: &str,
+    plan: &super::plan::Plan,
+    state: &StackState,
+) -> Result<(), DeployError> {
+    use crate::plan::ChangeKind;
+    let doomed: Vec<String> = plan
+        .changes
+        .changes
+        .iter()
+        .filter(|c| matches!(c.kind, ChangeKind::Delete | ChangeKind::Replace))
+        .filter(|c| {
+            state
+                .resources
+                .get(&c.logical_id)
+                .is_some_and(|r| is_nested(&r.resource_type))
+        })
+        .map(|c| child_stack_name(stack, &c.logical_id))
+        .collect();
+    if doomed.is_empty() {
+        return Ok(());
+    }
+    Err(DeployError::Refused(format!(
+        "STACK_TERMINATION_PROTECTION: stack {stack} has terminationProtection: true and this          deploy would delete its nested stack(s) {}; set terminationProtection: false on the          stack and deploy that first",
+        doomed.join(", ")
+    )))
+}
+
 /// Deletes the row `id` of the running deploy: destroys its child.
 pub(super) async fn destroy_row(run: &Run, id: &str) -> (Route, Result<(), String>) {
     let ctx = run.provider_context();
@@ -189,6 +235,7 @@ pub(super) async fn destroy_row(run: &Run, id: &str) -> (Route, Result<(), Strin
         &run.nested.env.backend,
         &run.registry,
         &ctx,
+        run.nested.delete_rules(),
         &run.stack,
         id,
         &run.region,
@@ -215,6 +262,7 @@ fn deploy_child<'a>(
     template_file: &'a Path,
     options: &'a DeployOptions,
     parent: ParentLink,
+    termination_protection: bool,
 ) -> Pin<Box<dyn Future<Output = Result<StackReport, DeployError>> + Send + 'a>> {
     Box::pin(async move {
         let lock = env
@@ -226,6 +274,7 @@ fn deploy_child<'a>(
             stack_name: child,
             region,
             template_file,
+            termination_protection,
         };
         let result = super::deploy_locked(env, &target, options, &lock, Some(&parent)).await;
         lock.release_and_warn().await;
@@ -241,6 +290,7 @@ pub(crate) fn destroy_child<'a>(
     backend: &'a Arc<S3Backend>,
     registry: &'a Registry,
     ctx: &'a ProviderContext<'a>,
+    rules: DeleteRules,
     parent: &'a str,
     logical_id: &'a str,
     region: &'a str,
@@ -251,7 +301,7 @@ pub(crate) fn destroy_child<'a>(
             .lock(&child, region, "destroy")
             .await
             .map_err(|e| format!("nested stack {child}: {e}"))?;
-        let result = destroy_locked(backend, registry, ctx, &child, region).await;
+        let result = destroy_locked(backend, registry, ctx, rules, &child, region).await;
         lock.release_and_warn().await;
         result
     })
@@ -261,6 +311,7 @@ async fn destroy_locked(
     backend: &Arc<S3Backend>,
     registry: &Registry,
     ctx: &ProviderContext<'_>,
+    rules: DeleteRules,
     child: &str,
     region: &str,
 ) -> Result<(), String> {
@@ -314,9 +365,11 @@ async fn destroy_locked(
         let result = if rec.retains_on_delete() {
             Ok(())
         } else if is_nested(&rec.resource_type) {
-            destroy_child(backend, registry, ctx, child, &id, region).await
+            destroy_child(backend, registry, ctx, rules, child, &id, region).await
         } else {
-            super::delete_recorded(registry, ctx, &id, rec).await.1
+            super::delete_recorded(registry, ctx, &rules.on_delete(), &id, rec)
+                .await
+                .1
         };
         match result {
             Ok(()) => book.put(&id, None).await,
@@ -354,7 +407,7 @@ async fn destroy_locked(
             stack_name: child,
             ..*ctx
         };
-        super::nested_pending::delete_olds(registry, &ctx, &journal, &[]).await;
+        super::nested_pending::delete_olds(registry, &ctx, rules, &journal, &[]).await;
     }
     if let Err(e) = journals.delete(child, region).await {
         crate::ui::warn(format!(

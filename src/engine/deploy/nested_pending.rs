@@ -23,6 +23,7 @@ use super::report::{Action, Done};
 use super::rollback::Reverter;
 use super::tokens::Tokens;
 use super::{failure, DeployEnv};
+use crate::engine::policy::DeleteRules;
 use crate::provider::{ProviderContext, Registry};
 use crate::state::journal::{
     reason, Journal, JournalStore, OpKind, Operation, Segment, OLD_DELETION_DEFERRED,
@@ -133,7 +134,12 @@ fn pending_segment(run: &Run, outcome: ChildOutcome<'_>) -> Segment {
 /// descendants (children, grandchildren, ...), each under that stack's lock, so no
 /// `nested-pending-parent` segment outlives the deploy; first the old resources their
 /// replacements left alive for a rollback are deleted. Failures are warnings.
-pub(super) async fn settle_descendants(env: &DeployEnv, stack: &str, region: &str) {
+pub(super) async fn settle_descendants(
+    env: &DeployEnv,
+    stack: &str,
+    region: &str,
+    rules: DeleteRules,
+) {
     let store = failure::journal_store(env);
     let names = match store.descendants(stack, region).await {
         Ok(names) => names,
@@ -156,7 +162,7 @@ pub(super) async fn settle_descendants(env: &DeployEnv, stack: &str, region: &st
                 continue;
             }
         };
-        let deletable = delete_deferred_olds(env, &store, &child, region).await;
+        let deletable = delete_deferred_olds(env, &store, &child, region, rules).await;
         if !deletable {
             lock.release_and_warn().await;
             continue;
@@ -178,6 +184,7 @@ async fn delete_deferred_olds(
     store: &JournalStore,
     child: &str,
     region: &str,
+    rules: DeleteRules,
 ) -> bool {
     let journal = match store.load(child, region).await {
         Ok(Some(journal)) => journal,
@@ -213,7 +220,7 @@ async fn delete_deferred_olds(
         partition: crate::resolve::partition_for_region(region).name,
         no_wait: false,
     };
-    delete_olds(&env.registry, &ctx, &journal, &recorded).await;
+    delete_olds(&env.registry, &ctx, rules, &journal, &recorded).await;
     true
 }
 
@@ -222,6 +229,7 @@ async fn delete_deferred_olds(
 pub(super) async fn delete_olds(
     registry: &Registry,
     ctx: &ProviderContext<'_>,
+    rules: DeleteRules,
     journal: &Journal,
     recorded: &[String],
 ) {
@@ -236,7 +244,8 @@ pub(super) async fn delete_olds(
         if recorded.iter().any(|r| r == pid) {
             continue;
         }
-        let (_, result) = delete_recorded(registry, ctx, &op.logical_id, old).await;
+        let (_, result) =
+            delete_recorded(registry, ctx, &rules.on_replace(), &op.logical_id, old).await;
         match result {
             Ok(()) => ui::info(format!(
                 "  ✓ {child} {} {} old resource {pid} deleted",
@@ -336,6 +345,7 @@ async fn replay_child(
         backend: parent.backend,
         exports: parent.exports,
         progress: parent.progress,
+        rules: parent.rules,
     };
     let segment = journal.segments[index].clone();
     ui::info(format!(

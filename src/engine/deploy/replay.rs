@@ -15,6 +15,7 @@ use super::book::StateBook;
 use super::rollback::{Reverted, Reverter};
 use super::tokens::Tokens;
 use crate::aws::Clients;
+use crate::engine::policy::DeleteRules;
 use crate::provider::{ProviderContext, Registry};
 use crate::resolve::partition_for_region;
 use crate::state::backend::{BackendError, S3Backend};
@@ -30,6 +31,8 @@ pub struct ReplayOptions {
     pub orphan: bool,
     /// Also send failed updates back to their previous properties.
     pub revert_failed: bool,
+    /// `--skip-final-snapshot`: a reverted create under `Snapshot` is deleted without one.
+    pub skip_final_snapshot: bool,
 }
 
 /// What a replay did.
@@ -131,6 +134,10 @@ async fn replay_locked(
         backend: &env.backend,
         exports: None,
         progress: None,
+        rules: DeleteRules {
+            skip_final_snapshot: options.skip_final_snapshot,
+            remove_protection: false,
+        },
     };
 
     let mut report = ReplayReport::default();

@@ -21,9 +21,10 @@
 //! rollback leaves a record of what it undid, and the journal segment it replays stays until
 //! the segment is fully reverted.
 
+use crate::engine::policy::{keeps_on_create_rollback, DeleteRules, Deletion};
 use crate::provider::{ProviderContext, Registry, ResourceRequest, UpdateOutcome};
 use crate::state::journal::{FailedOperation, OpKind, Operation};
-use crate::state::ResourceState;
+use crate::state::{Lenient, ResourceState, StackOrphanRecord};
 use crate::ui;
 use crate::ui::progress::Progress;
 
@@ -72,6 +73,8 @@ pub(crate) struct Reverter<'a> {
     /// its stack and counted in the bar like the walk's; `None` (`cdkd rollback`) prints the
     /// lines as they are.
     pub progress: Option<&'a Progress>,
+    /// How the resources a rollback deletes are deleted (`--skip-final-snapshot`).
+    pub rules: DeleteRules,
 }
 
 impl Reverter<'_> {
@@ -261,13 +264,27 @@ impl Reverter<'_> {
                 if target.resource_type.is_empty() {
                     target.resource_type = op.resource_type.clone();
                 }
-                if self.orphan || target.retains_on_delete() {
+                // Only Retain keeps a create its rollback undoes (RetainExceptOnCreate does not);
+                // the kept resource moves to `orphans`, so a later deploy can find it.
+                if self.orphan || keeps_on_create_rollback(&target) {
+                    // The row is stored as state stores the record (secrets and NoEcho values
+                    // masked): later saves redact `resources`, not `orphans`.
+                    let stored = self
+                        .book
+                        .for_storage(&self.book.state().await)
+                        .resources
+                        .shift_remove(id)
+                        .filter(|r| r.physical_id == target.physical_id)
+                        .unwrap_or(target);
                     self.book.put(id, None).await;
+                    if stored.physical_id.is_some() {
+                        self.book.change(|state| record_orphan(state, id, stored));
+                    }
                     out.released.push(id.to_owned());
                     return Ok(if self.orphan {
-                        "orphaned (left in AWS, removed from state)"
+                        "orphaned (left in AWS, moved to the record's orphans)"
                     } else {
-                        "retained in AWS (DeletionPolicy), removed from state"
+                        "retained in AWS (DeletionPolicy: Retain), moved to the record's orphans"
                     });
                 }
                 if is_nested(&target.resource_type) {
@@ -276,7 +293,9 @@ impl Reverter<'_> {
                     out.deleted_creates.push(id.to_owned());
                     return Ok("deleted (its nested stack destroyed)");
                 }
-                let (_, result) = delete_recorded(self.registry, &self.ctx, id, &target).await;
+                let how = self.rules.on_delete();
+                let (_, result) =
+                    delete_recorded(self.registry, &self.ctx, &how, id, &target).await;
                 result?;
                 self.book.put(id, None).await;
                 out.deleted_creates.push(id.to_owned());
@@ -289,7 +308,9 @@ impl Reverter<'_> {
                     .as_ref()
                     .filter(|c| c.physical_id == op.physical_id && c.physical_id.is_some());
                 if let Some(new) = new_alive {
-                    let (_, result) = delete_recorded(self.registry, &self.ctx, id, new).await;
+                    let how = Deletion::PLAIN;
+                    let (_, result) =
+                        delete_recorded(self.registry, &self.ctx, &how, id, new).await;
                     result?;
                     self.book.put(id, None).await;
                 }
@@ -311,7 +332,9 @@ impl Reverter<'_> {
                     ));
                 }
                 if let Some(new) = new_alive {
-                    let (_, result) = delete_recorded(self.registry, &self.ctx, id, new).await;
+                    let how = Deletion::PLAIN;
+                    let (_, result) =
+                        delete_recorded(self.registry, &self.ctx, &how, id, new).await;
                     result?;
                 }
                 self.book.put(id, Some(previous.clone())).await;
@@ -328,7 +351,16 @@ impl Reverter<'_> {
     /// state record (and its exports, when the exports index is at hand).
     async fn destroy_child(&self, id: &str) -> Result<(), String> {
         let (stack, region) = (self.ctx.stack_name, self.ctx.region);
-        destroy_child(self.backend, self.registry, &self.ctx, stack, id, region).await?;
+        destroy_child(
+            self.backend,
+            self.registry,
+            &self.ctx,
+            self.rules,
+            stack,
+            id,
+            region,
+        )
+        .await?;
         if let Some(exports) = self.exports {
             let child = super::nested::child_stack_name(stack, id);
             let _ = exports.remove_stack(region, &child).await;
@@ -381,6 +413,24 @@ impl Reverter<'_> {
             )),
         }
     }
+}
+
+/// Records `rec` as a resource the rollback left in AWS: a row of `orphans`, replacing an
+/// earlier row of the same logical id (the list holds one record per id).
+fn record_orphan(state: &mut crate::state::StackState, id: &str, rec: ResourceState) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let row = StackOrphanRecord {
+        logical_id: id.to_owned(),
+        orphaned_at: Some(Lenient::Valid(now)),
+        state: rec,
+        extra: Default::default(),
+    };
+    let rows = state.orphans.get_or_insert_with(Vec::new);
+    rows.retain(|r| r.logical_id != id);
+    rows.push(row);
 }
 
 /// Whether stored properties hold a value state keeps masked (a `{{resolve:...}}` expression

@@ -61,11 +61,17 @@ pub(super) fn strays(journal: &Journal, resources: &IndexMap<String, ResourceSta
             ));
             continue;
         }
-        let record = ResourceState::new(
+        let mut record = ResourceState::new(
             pid,
             op.resource_type.clone(),
             op.attempted_properties.clone().unwrap_or_default(),
         );
+        // Its policy governs the delete (a final snapshot under Snapshot).
+        record.deletion_policy = op
+            .extra
+            .get("deletionPolicy")
+            .and_then(Value::as_str)
+            .map(crate::state::ResourcePolicy::parse);
         out.push(Stray {
             logical_id: op.logical_id.clone(),
             record,

@@ -33,6 +33,7 @@ pub use scan::{Consumer, ScanError};
 
 use crate::aws::Clients;
 use crate::engine::deploy::{delete_recorded, is_nested, Action, Done};
+use crate::engine::policy::DeleteRules;
 use crate::engine::walk::{walk, WalkOptions};
 use crate::error::Error;
 use crate::plan::{DependencyGraph, Direction, RecordNode};
@@ -65,6 +66,8 @@ pub struct DestroyOptions {
     pub cancel: Option<watch::Receiver<bool>>,
     /// Also delete the stack's deployment event store (`deployments/`), every version.
     pub purge_events: bool,
+    /// `--skip-final-snapshot` / `--remove-protection`.
+    pub rules: DeleteRules,
 }
 
 /// A destroy refused, or stopped before it could finish its bookkeeping.
@@ -334,7 +337,8 @@ async fn delete_strays(run: &Run, report: &mut DestroyReport) {
         let started = Instant::now();
         let ctx = run.provider_context();
         let (id, rec) = (&stray.logical_id, &stray.record);
-        let (route, result) = delete_recorded(&run.registry, &ctx, id, rec).await;
+        let how = run.options.rules.on_delete();
+        let (route, result) = delete_recorded(&run.registry, &ctx, &how, id, rec).await;
         let done = Done::new(id, &rec.resource_type, route);
         match result {
             Ok(()) => {
@@ -384,10 +388,11 @@ async fn destroy_one(run: &Run, id: &str) -> Result<Done, (Done, String)> {
         return Ok(Done::new(id, &rec.resource_type, route).with(Action::Retained, started));
     }
     let ctx = run.provider_context();
+    let how = run.options.rules.on_delete();
     let (route, result) = if is_nested(&rec.resource_type) {
         (Route::Sdk, destroy_nested(run, id).await)
     } else {
-        delete_recorded(&run.registry, &ctx, id, rec).await
+        delete_recorded(&run.registry, &ctx, &how, id, rec).await
     };
     let done = Done::new(id, &rec.resource_type, route);
     match result {
