@@ -260,6 +260,9 @@ async fn a_protected_parent_refuses_a_deploy_that_would_delete_its_nested_stack(
     edit(&|r| {
         r.remove(NESTED_ROW);
     });
+    let (code, _, stderr) = run("deploy", dir.path(), &bucket, &["--dry-run"]);
+    assert_eq!(code, 1, "--dry-run shows the refusal too: {stderr}");
+    assert!(stderr.contains("STACK_TERMINATION_PROTECTION"), "{stderr}");
     let (code, _, stderr) = run("deploy", dir.path(), &bucket, &[]);
     assert_eq!(code, 1, "{stderr}");
     assert!(

@@ -805,3 +805,58 @@ async fn deletion_protection_refuses_the_delete_until_remove_protection_turns_it
     assert_eq!(db_snapshots(&db).await, Vec::<String>::new());
     assert!(app.state().is_none());
 }
+
+#[tokio::test]
+async fn a_deploy_snapshots_a_removed_snapshot_policy_volume_before_deleting_it() {
+    let volume = json!({"Type": "AWS::EC2::Volume", "DeletionPolicy": "Snapshot",
+                        "Properties": {"AvailabilityZone": "us-east-1a", "Size": 8}});
+    let queue = json!({"Type": "AWS::SQS::Queue"});
+    let app = App::new(
+        "volsnap",
+        &json!({"Resources": {"Vol": volume, "Q": queue}}),
+    );
+    app.deploy();
+    let vol = app.physical_id("Vol");
+    let ec2 = aws_sdk_ec2::Client::new(&sdk_config().await);
+    let tagged = || async {
+        ec2.describe_snapshots()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name("tag:cdkd:final-snapshot-of")
+                    .values(&vol)
+                    .build(),
+            )
+            .send()
+            .await
+            .expect("describe snapshots")
+            .snapshots()
+            .iter()
+            .map(|s| {
+                (
+                    s.volume_id().unwrap_or_default().to_owned(),
+                    s.state().cloned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(tagged().await.is_empty());
+
+    // The next version drops the volume: its final snapshot is taken, then it is deleted.
+    let template = json!({"Resources": {"Q": queue}});
+    let file = app.dir.path().join(format!("{}.template.json", app.stack));
+    std::fs::write(file, template.to_string()).unwrap();
+    app.deploy();
+    let snapshots = tagged().await;
+    assert_eq!(
+        snapshots,
+        vec![(
+            vol.clone(),
+            Some(aws_sdk_ec2::types::SnapshotState::Completed)
+        )]
+    );
+    let left = ec2.describe_volumes().volume_ids(&vol).send().await;
+    assert!(
+        left.as_ref().map_or(true, |o| o.volumes().is_empty()),
+        "{vol} is deleted: {left:?}"
+    );
+}

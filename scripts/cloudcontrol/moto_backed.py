@@ -53,7 +53,7 @@ class Adapter:
     after_create: Callable[[Any, dict, Context], None] | None = None
     before_delete: Callable[[Any, Context], None] | None = None
     fifo_suffix: bool = False
-    prepare: Callable[[dict], dict] | None = None  # the properties as moto's model reads them
+    prepare: Callable[[dict, Context], dict] | None = None  # the properties as moto's model reads them
     lowercase_name: bool = False  # the service lowercases names (RDS identifiers)
 
 
@@ -126,12 +126,19 @@ def _truthy(value: Any) -> bool:
     return str(value).lower() == "true"
 
 
-def _rds_prepare(props: dict) -> dict:
+def _rds_prepare(props: dict, ctx: Context) -> dict:
     """moto's DBInstance model reads DBSubnetGroupName / DBSecurityGroups as the model objects
-    its own stacks pass; Cloud Control carries names."""
+    its own stacks pass; Cloud Control carries names. A subnet or parameter group moto's RDS
+    does not hold (this emulator keeps those types in its generic store) is left out of the
+    model, which moto would otherwise refuse; the record keeps every property as sent."""
+    rds = _backend("moto.rds.models", "rds_backends", ctx)
     out = dict(props)
-    if isinstance(out.get("DBSubnetGroupName"), str):
-        out["DBSubnetGroupName"] = SimpleNamespace(name=out["DBSubnetGroupName"])
+    subnet_group = out.pop("DBSubnetGroupName", None)
+    if isinstance(subnet_group, str) and subnet_group in rds.subnet_groups:
+        out["DBSubnetGroupName"] = SimpleNamespace(name=subnet_group)
+    parameter_group = out.pop("DBParameterGroupName", None)
+    if isinstance(parameter_group, str) and parameter_group in rds.db_parameter_groups:
+        out["DBParameterGroupName"] = parameter_group
     if out.get("DBSecurityGroups"):
         out["DBSecurityGroups"] = [SimpleNamespace(name=g) for g in out["DBSecurityGroups"] if isinstance(g, str)]
     return out
@@ -200,6 +207,16 @@ ADAPTERS: dict[str, Adapter] = {
     ),
     "AWS::ECR::Repository": Adapter(
         models=lambda ctx: dict(_backend("moto.ecr.models", "ecr_backends", ctx).repositories),
+    ),
+    # Real in EC2: DescribeVolumes lists it and CreateSnapshot (a final snapshot) works on it.
+    "AWS::EC2::Volume": Adapter(
+        models=lambda ctx: dict(_backend("moto.ec2.models", "ec2_backends", ctx).volumes),
+        identifier=lambda v, ctx: v.id,
+        name_of=lambda v: v.id,
+        read=lambda v: {"VolumeId": v.id, "Size": v.size, "AvailabilityZone": v.zone.name},
+        update=_no_moto_update,
+        # moto's Volume model has no delete of its own.
+        before_delete=lambda v, ctx: _backend("moto.ec2.models", "ec2_backends", ctx).delete_volume(v.id),
     ),
     # Real in RDS: DescribeDBInstances lists it, a final snapshot (CreateDBSnapshot) can be
     # taken of it, and DeleteDBInstance's refusal under DeletionProtection applies.
@@ -305,7 +322,7 @@ class MotoBacking:
         try:
             model_props = copy.deepcopy(props)
             if adapter.prepare is not None:
-                model_props = adapter.prepare(model_props)
+                model_props = adapter.prepare(model_props, ctx)
             model = cls.create_from_cloudformation_json(str(name), {"Properties": model_props}, ctx.account, ctx.region)
         except Exception as e:  # noqa: BLE001
             raise classify(e) from None

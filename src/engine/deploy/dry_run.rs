@@ -60,6 +60,9 @@ pub async fn dry_run(
         &env.registry,
         options.force_stateful_recreation,
     )?;
+    if target.termination_protection {
+        super::nested::refuse_deletes(stack, &plan, &completed.state)?;
+    }
     let describe = if plan.has_resource_changes() {
         plan.describe()
     } else {
