@@ -784,11 +784,13 @@ async fn deletion_protection_refuses_the_delete_until_remove_protection_turns_it
     app.deploy();
     let (db, queue) = (app.physical_id("Db"), app.physical_id("Q"));
 
-    // RDS refuses the protected instance's delete: a partial destroy that keeps its record.
+    // The protected instance's delete is refused (RDS would refuse it): a partial destroy that
+    // keeps its record.
     let (code, stderr) = app.cmd(&["destroy", "--force"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("Cannot delete protected DB Instance"),
+        stderr.contains("DeletionProtection is on, so AWS refuses to delete Db")
+            && stderr.contains("--remove-protection"),
         "{stderr}"
     );
     assert!(db_instance_exists(&db).await);
@@ -796,6 +798,15 @@ async fn deletion_protection_refuses_the_delete_until_remove_protection_turns_it
     let state = app.state().expect("the trimmed record");
     let left: Vec<&String> = state["resources"].as_object().unwrap().keys().collect();
     assert_eq!(left, vec!["Db"]);
+    // RDS itself refuses it too (as it does when protection was turned on outside cdkd).
+    let rds = aws_sdk_rds::Client::new(&sdk_config().await);
+    let out = rds
+        .delete_db_instance()
+        .db_instance_identifier(&db)
+        .skip_final_snapshot(true)
+        .send()
+        .await;
+    assert!(out.is_err(), "RDS refuses too: {out:?}");
 
     // --remove-protection turns DeletionProtection off first; DeletionPolicy: Delete takes no
     // snapshot.

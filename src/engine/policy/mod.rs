@@ -134,6 +134,13 @@ impl Deletion {
     ) -> Result<(), String> {
         if self.rules.remove_protection {
             protection::turn_off(provider, ctx, logical_id, rec, physical_id).await;
+        } else if let Some(property) = protection::recorded_on(rec) {
+            // AWS would refuse the delete; refused here, before a final snapshot is taken for a
+            // delete that cannot happen.
+            return Err(format!(
+                "{property} is on, so AWS refuses to delete {logical_id}; it was not deleted: \
+                 pass --remove-protection to turn it off first, or deploy with it off"
+            ));
         }
         if self.policy(rec) != Some(ResourcePolicy::Snapshot) {
             return Ok(());

@@ -138,6 +138,29 @@ pub fn with_flag(
     out
 }
 
+/// The protection property the record shows turned on, if any: AWS refuses the delete of
+/// such a resource unless `--remove-protection` turns it off first.
+pub fn recorded_on(rec: &ResourceState) -> Option<&'static str> {
+    let (property, flag) = flag(&rec.resource_type)?;
+    let value = rec.properties.get(property)?;
+    let on = flag.value(true);
+    let text = |v: &Value| match v {
+        Value::String(s) => s.to_ascii_lowercase(),
+        other => other.to_string().to_ascii_lowercase(),
+    };
+    let is_on = match flag {
+        Flag::LoadBalancerAttribute => value.as_array().is_some_and(|entries| {
+            entries.iter().any(|e| {
+                e.get("Key").and_then(Value::as_str) == Some(LB_KEY)
+                    && e.get("Value").is_some_and(|v| text(v) == "true")
+            })
+        }),
+        Flag::Mode => value.get("Mode").and_then(Value::as_str) == Some("ENABLED"),
+        _ => text(value) == text(&on),
+    };
+    is_on.then_some(property)
+}
+
 /// Turns the resource's deletion protection off, when its type has one. Never fails: the
 /// delete that follows reports what AWS still refuses.
 pub async fn turn_off(
@@ -196,6 +219,31 @@ mod tests {
         assert_eq!(off["UserPoolName"], json!("p"));
         let on = with_flag(&props, "DeletionProtection", Flag::Mode, true);
         assert_eq!(on["DeletionProtection"], json!({"Mode": "ENABLED"}));
+    }
+
+    #[test]
+    fn protection_the_record_shows_on_is_found() {
+        let rec = |t: &str, props: Value| {
+            ResourceState::new("p", t, props.as_object().cloned().unwrap_or_default())
+        };
+        let db = rec(
+            "AWS::RDS::DBInstance",
+            json!({"DeletionProtection": "true"}),
+        );
+        assert_eq!(recorded_on(&db), Some("DeletionProtection"));
+        let off = rec("AWS::RDS::DBInstance", json!({"DeletionProtection": false}));
+        assert_eq!(recorded_on(&off), None);
+        let pool = rec(
+            "AWS::Cognito::UserPool",
+            json!({"DeletionProtection": "ACTIVE"}),
+        );
+        assert_eq!(recorded_on(&pool), Some("DeletionProtection"));
+        let lb = rec(
+            "AWS::ElasticLoadBalancingV2::LoadBalancer",
+            json!({"LoadBalancerAttributes": [{"Key": "deletion_protection.enabled", "Value": "true"}]}),
+        );
+        assert_eq!(recorded_on(&lb), Some("LoadBalancerAttributes"));
+        assert_eq!(recorded_on(&rec("AWS::SQS::Queue", json!({}))), None);
     }
 
     #[test]
