@@ -158,7 +158,6 @@ fn collect_at<'a>(value: Option<&'a Value>, path: &[String], out: &mut Vec<Optio
 }
 
 /// Every string inside `value` that holds a `{{resolve:...}}` dynamic reference.
-#[cfg_attr(not(test), allow(dead_code))]
 pub fn has_dynamic_reference(value: &Value) -> bool {
     match value {
         Value::String(s) => crate::resolve::dynamic::contains_dynamic_reference(s),

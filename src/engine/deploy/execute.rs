@@ -387,7 +387,9 @@ async fn update(
             if !made.physical_id.is_empty() {
                 rec.physical_id = Some(made.physical_id);
             }
-            let mut attributes = old.attributes.clone().unwrap_or_default();
+            let needles = run.resolution.redactor.needles();
+            let plain = |v: &Value| needles.redact_value(v) == *v;
+            let mut attributes = moved_attributes_dropped(&res.type_, &old, &desired, &plain);
             attributes.extend(made.attributes);
             rec.attributes = Some(attributes);
             rec.properties = desired;
@@ -401,6 +403,42 @@ async fn update(
             replace(run, id, res, planned, desired, old, &reason).await
         }
     }
+}
+
+/// The recorded attributes of `old` that still hold after its update to `desired`: one that
+/// can move with the update ([`super::propagate::attribute_moves`]) and that the provider does
+/// not report again is dropped (a reader then reads it back from AWS), except one named like a
+/// property, which is that property's new value (unless `plain` refuses it: a secret or
+/// NoEcho value never goes into a record).
+fn moved_attributes_dropped(
+    resource_type: &str,
+    old: &ResourceState,
+    desired: &Map<String, Value>,
+    plain: &dyn Fn(&Value) -> bool,
+) -> Map<String, Value> {
+    let changed: Vec<String> = diff_properties(resource_type, desired, &old.properties, &[])
+        .into_iter()
+        .map(|d| d.path)
+        .collect();
+    let changed: Vec<&str> = changed.iter().map(String::as_str).collect();
+    let mut attributes = old.attributes.clone().unwrap_or_default();
+    attributes
+        .retain(|name, _| !super::propagate::attribute_moves(resource_type, Some(name), &changed));
+    for key in &changed {
+        let named = old
+            .attributes
+            .as_ref()
+            .is_some_and(|a| a.contains_key(*key));
+        match desired.get(*key) {
+            Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_)))
+                if named && plain(v) =>
+            {
+                attributes.insert((*key).to_owned(), v.clone());
+            }
+            _ => {}
+        }
+    }
+    attributes
 }
 
 /// Creates the new resource first; the old one is deleted after the walk (or retained). When
@@ -542,4 +580,42 @@ pub(super) fn provider_message(
     text.strip_prefix(&prefix)
         .map(str::to_owned)
         .unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_update_drops_or_renews_the_attributes_it_moves() {
+        let mut old = ResourceState::new(
+            "/p",
+            "AWS::RDS::DBInstance",
+            json!({"Endpoint": {"Port": 1}, "Name": "a", "Secret": "s1", "Size": 1})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        old.attributes = Some(
+            json!({"Endpoint.Port": 1, "Name": "a", "Secret": "s1", "Arn": "arn:x"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let desired = json!({"Endpoint": {"Port": 2}, "Name": "b", "Secret": "s2", "Size": 1});
+        let plain = |v: &Value| v != &json!("s2");
+        let kept = moved_attributes_dropped(
+            "AWS::RDS::DBInstance",
+            &old,
+            desired.as_object().unwrap(),
+            &plain,
+        );
+        // The attribute of a changed property is its new value; one under a changed property,
+        // and a secret's, are dropped (read back when a reader needs them); the rest stay.
+        assert_eq!(
+            kept,
+            *json!({"Name": "b", "Arn": "arn:x"}).as_object().unwrap()
+        );
+    }
 }

@@ -30,7 +30,9 @@ use crate::template::Template;
 /// One resource as references see it.
 #[derive(Debug, Clone)]
 pub(super) struct Known {
-    pub ref_value: Value,
+    /// `None` while it is only known after the deploy (the plan's view of a resource this run
+    /// creates or replaces).
+    pub ref_value: Option<Value>,
     pub attributes: Map<String, Value>,
 }
 
@@ -52,11 +54,22 @@ impl Snapshot {
             .collect();
         Snapshot { entries }
     }
+
+    /// What references see of `logical_id` now.
+    pub fn get(&self, logical_id: &str) -> Option<&Known> {
+        self.entries.get(logical_id)
+    }
+
+    /// Replaces what references see of `logical_id` (the plan's prediction of a resource
+    /// this run changes).
+    pub fn set(&mut self, logical_id: &str, known: Known) {
+        self.entries.insert(logical_id.to_owned(), known);
+    }
 }
 
 impl ResourceLookup for Snapshot {
     fn ref_value(&self, logical_id: &str) -> Option<Value> {
-        self.entries.get(logical_id).map(|k| k.ref_value.clone())
+        self.entries.get(logical_id)?.ref_value.clone()
     }
 
     fn get_att(&self, logical_id: &str, attribute: &str) -> Option<Value> {
@@ -102,7 +115,7 @@ fn known(registry: &Registry, _id: &str, rec: &ResourceState) -> Option<Known> {
         None => Value::String(physical_id.to_owned()),
     };
     Some(Known {
-        ref_value,
+        ref_value: Some(ref_value),
         attributes,
     })
 }

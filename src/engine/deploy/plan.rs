@@ -16,8 +16,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::changes::{diff_properties, is_stateful, replaces, stateful_refusal};
-use super::lookup::{provisioned_by, Resolution, Snapshot};
+use serde_json::{Map, Value};
+
+use super::changes::{
+    diff_properties, has_dynamic_reference, is_stateful, replaces, stateful_refusal,
+};
+use super::lookup::{provisioned_by, referenced_ids, Resolution, Snapshot};
 use super::prepare::Prepared;
 use super::DeployError;
 use crate::plan::{ChangeKind, ChangeReason, ChangeSet, PropertyDiff, ResourceChange};
@@ -34,6 +38,9 @@ pub(super) struct Planned {
     pub deferred: bool,
     /// The logical ids it depends on (references and `DependsOn`), recorded in state.
     pub dependencies: Vec<String>,
+    /// Top-level properties whose new value the plan cannot know: they read a value this run
+    /// moves that cannot be predicted, or an attribute nothing recorded.
+    pub unresolved: Vec<String>,
 }
 
 /// What a deploy of one stack will do.
@@ -59,7 +66,11 @@ impl Plan {
         let recheck = self
             .planned
             .values()
-            .filter(|p| p.deferred && p.change.property_diffs.is_empty())
+            .filter(|p| {
+                p.deferred
+                    && p.change.kind == ChangeKind::Update
+                    && p.change.property_diffs.is_empty()
+            })
             .count();
         let c = self.changes.counts();
         let parts = [
@@ -90,7 +101,11 @@ pub(super) fn plan(
 ) -> Result<Plan, DeployError> {
     let resolution: &Resolution = &prepared.resolution;
     let template = &resolution.template;
-    let snapshot = Snapshot::from_records(registry, state.resources.iter());
+    // What references read: the records, and for each resource already planned the plan's
+    // prediction of it after this run (propagate::predict), so a change reaches every depth.
+    let mut snapshot = Snapshot::from_records(registry, state.resources.iter());
+    let needles = resolution.redactor.needles();
+    let predictable = |v: &Value| !has_dynamic_reference(v) && needles.redact_value(v) == *v;
     let mut planned: HashMap<String, Planned> = HashMap::new();
     let mut refused = Vec::new();
     let mut refreshed = Vec::new();
@@ -111,13 +126,22 @@ pub(super) fn plan(
             .map(str::to_owned)
             .collect();
         let moved: Vec<(String, ChangeKind)> = super::propagate::moved(&res.properties, &planned);
+        // Whatever reads a resource the walk decides again is decided again after it.
+        let reads_rechecked = referenced_ids(&res.properties)
+            .iter()
+            .any(|t| planned.get(t).is_some_and(|p| p.deferred));
 
         let mut change = ResourceChange::new(id, &res.type_, ChangeKind::NoChange);
         let mut deferred = false;
+        let mut unresolved: Vec<String> = Vec::new();
+        let mut predicted_from = Map::new();
         match rec {
             None => {
                 change.kind = ChangeKind::Create;
                 change.reasons.push(ChangeReason::New);
+                if let Ok((d, _)) = resolution.properties_lenient(&snapshot, id) {
+                    predicted_from = d;
+                }
             }
             Some(r) if !same_type => {
                 change.kind = ChangeKind::Replace;
@@ -128,14 +152,31 @@ pub(super) fn plan(
                 if is_stateful(&r.resource_type) && !force_stateful && !retains_old(res, r) {
                     refused.push(stateful_refusal(id, &r.resource_type, "its Type changed"));
                 }
+                if let Ok((d, _)) = resolution.properties_lenient(&snapshot, id) {
+                    predicted_from = d;
+                }
             }
             Some(r) => {
                 let (desired, unknown) = resolution.properties_lenient(&snapshot, id)?;
+                predicted_from = desired.clone();
                 let desired = resolution.comparable(id, desired, &r.properties);
                 change.property_diffs =
                     diff_properties(&res.type_, &desired, &r.properties, &unknown);
-                let possible = possible_changes(res, r, &unknown, state);
-                deferred = !moved.is_empty() || !possible.is_empty();
+                // Values that read what this run moves and cannot be predicted: known once
+                // the walk has done the dependency.
+                let (reads_moved, rest): (Vec<String>, Vec<String>) =
+                    unknown.into_iter().partition(|key| {
+                        res.properties
+                            .get(key)
+                            .is_some_and(|v| !super::propagate::moved_read(v, &moved).is_empty())
+                    });
+                let possible = possible_changes(res, r, &rest, state);
+                unresolved = reads_moved.clone();
+                unresolved.extend(possible.iter().map(|d| d.path.clone()));
+                deferred = !moved.is_empty() || !possible.is_empty() || reads_rechecked;
+                let ceiling = reads_moved
+                    .iter()
+                    .find(|key| replaces(&res.type_, key, None, None));
                 if let Some(d) = change
                     .property_diffs
                     .iter()
@@ -149,25 +190,62 @@ pub(super) fn plan(
                         let why = format!("create-only property {} changed", d.path);
                         refused.push(stateful_refusal(id, &res.type_, &why));
                     }
+                } else if let Some(key) = ceiling {
+                    // A ceiling the walk lowers when the resolved value turns out unchanged;
+                    // a value read from a resource that is surely new does move.
+                    change.kind = ChangeKind::Replace;
+                    let new_source = res.properties.get(key).and_then(|v| {
+                        super::propagate::moved_read(v, &moved)
+                            .into_iter()
+                            .find(|from| {
+                                planned.get(from).is_some_and(super::propagate::surely_new)
+                            })
+                    });
+                    if let Some(from) = new_source {
+                        if is_stateful(&res.type_) && !force_stateful && !retains_old(res, r) {
+                            let why = format!(
+                                "create-only property {key} reads {from}, which this deploy \
+                                 creates or replaces"
+                            );
+                            refused.push(stateful_refusal(id, &res.type_, &why));
+                        }
+                    }
                 } else if !change.property_diffs.is_empty() || !possible.is_empty() {
                     change.kind = ChangeKind::Update;
                     change.reasons.push(ChangeReason::PropertiesChanged);
-                } else if deferred {
+                } else if !reads_moved.is_empty() {
                     change.kind = ChangeKind::Update;
                 }
                 change.property_diffs.extend(possible);
-                for (from, kind) in &moved {
-                    change.reasons.push(match kind {
-                        ChangeKind::Create | ChangeKind::Replace => {
-                            ChangeReason::ReplacementPropagated { from: from.clone() }
-                        }
-                        _ => ChangeReason::AttributePropagated {
-                            from: from.clone(),
-                            attribute: "*".into(),
-                        },
-                    });
-                }
-                if change.kind == ChangeKind::NoChange {
+                if change.kind != ChangeKind::NoChange {
+                    // Named only where a changed or unknown value reads the dependency.
+                    let touched: Vec<&str> = change
+                        .property_diffs
+                        .iter()
+                        .map(|d| d.path.as_str())
+                        .chain(unresolved.iter().map(String::as_str))
+                        .collect();
+                    let reads = |from: &str| {
+                        touched.iter().any(|k| {
+                            res.properties.get(*k).is_some_and(|v| {
+                                super::propagate::moved_read(v, &moved)
+                                    .iter()
+                                    .any(|m| m == from)
+                            })
+                        })
+                    };
+                    for (from, kind) in moved.iter().filter(|(from, _)| reads(from)) {
+                        change.reasons.push(match kind {
+                            ChangeKind::Create | ChangeKind::Replace => {
+                                ChangeReason::ReplacementPropagated { from: from.clone() }
+                            }
+                            _ => ChangeReason::AttributePropagated {
+                                from: from.clone(),
+                                attribute: "*".into(),
+                            },
+                        });
+                    }
+                } else {
                     let refreshed_record = refresh(r, res, &dependencies);
                     if refreshed_record != *r {
                         refreshed.push((id.to_owned(), refreshed_record));
@@ -175,6 +253,14 @@ pub(super) fn plan(
                 }
             }
         }
+        super::propagate::predict(
+            &mut snapshot,
+            id,
+            &change,
+            &predicted_from,
+            &unresolved,
+            &predictable,
+        );
         planned.insert(
             id.to_owned(),
             Planned {
@@ -182,6 +268,7 @@ pub(super) fn plan(
                 route,
                 deferred,
                 dependencies,
+                unresolved,
             },
         );
     }

@@ -248,3 +248,213 @@ fn an_unchanged_expression_whose_attribute_is_read_back_plans_no_change() {
         Some(json!("arn:a-2"))
     );
 }
+
+/// Topic → Queue (name from the topic's) → Tail (name from the queue's), Table (name from
+/// the queue's, a stateful type) and Param (value from the tail's URL).
+fn chain_template(topic_name: &str) -> Value {
+    let join = |id: &str, attr: &str, suffix: &str| json!({"Fn::Join": ["", [{"Fn::GetAtt": [id, attr]}, suffix]]});
+    json!({"Resources": {
+        "Topic": {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": topic_name}},
+        "Queue": {"Type": "AWS::SQS::Queue",
+                  "Properties": {"QueueName": join("Topic", "TopicName", "-q1")}},
+        "Tail": {"Type": "AWS::SQS::Queue",
+                 "Properties": {"QueueName": join("Queue", "QueueName", "-q2")}},
+        "Table": {"Type": "AWS::DynamoDB::Table",
+                  "Properties": {"TableName": join("Queue", "QueueName", "-t")}},
+        "Param": {"Type": "AWS::SSM::Parameter",
+                  "Properties": {"Type": "String", "Value": {"Ref": "Tail"}}}
+    }})
+}
+
+/// The chain as deployed with the topic named `t-a`.
+fn chain_state() -> StackState {
+    let mut s = StackState::new("S", "us-east-1");
+    let r = &mut s.resources;
+    let topic = "arn:aws:sns:us-east-1:123456789012:t-a";
+    r.insert(
+        "Topic".into(),
+        record(
+            topic,
+            "AWS::SNS::Topic",
+            json!({"TopicName": "t-a"}),
+            json!({"TopicName": "t-a", "TopicArn": topic}),
+        ),
+    );
+    for (id, name, dep) in [("Queue", "t-a-q1", "Topic"), ("Tail", "t-a-q1-q2", "Queue")] {
+        let mut q = record(
+            &format!("https://q/{name}"),
+            "AWS::SQS::Queue",
+            json!({"QueueName": name}),
+            json!({"QueueName": name, "Arn": format!("arn:{name}")}),
+        );
+        q.dependencies = Some(vec![dep.into()]);
+        r.insert(id.into(), q);
+    }
+    let mut t = record(
+        "t-a-q1-t",
+        "AWS::DynamoDB::Table",
+        json!({"TableName": "t-a-q1-t"}),
+        json!({"Arn": "arn:table"}),
+    );
+    t.dependencies = Some(vec!["Queue".into()]);
+    r.insert("Table".into(), t);
+    let mut p = record(
+        "p-1",
+        "AWS::SSM::Parameter",
+        json!({"Type": "String", "Value": "https://q/t-a-q1-q2"}),
+        json!({}),
+    );
+    p.dependencies = Some(vec!["Tail".into()]);
+    r.insert("Param".into(), p);
+    s
+}
+
+#[test]
+fn a_deployed_chain_plans_no_change() {
+    let (_d, p) = prepared(chain_template("t-a"), &[]);
+    let plan = super::plan(&p, &chain_state(), &registry(), false).unwrap();
+    assert!(!plan.has_resource_changes(), "{:?}", plan.changes);
+    for id in ["Topic", "Queue", "Tail", "Table", "Param"] {
+        assert_eq!(kind(&plan, id), (ChangeKind::NoChange, false), "{id}");
+    }
+}
+
+#[test]
+fn a_replacement_propagates_to_every_depth_and_the_stateful_guard_applies_there() {
+    let (_d, p) = prepared(chain_template("t-b"), &[]);
+    // The table three hops down is replaced too (its name moves): refused before any change.
+    let err = super::plan(&p, &chain_state(), &registry(), false)
+        .err()
+        .expect("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("STATEFUL_REPLACE_BLOCKED: Table (AWS::DynamoDB::Table)")
+            && text.contains("create-only property TableName changed"),
+        "{text}"
+    );
+    let plan = super::plan(&p, &chain_state(), &registry(), true).unwrap();
+    assert_eq!(kind(&plan, "Topic"), (ChangeKind::Replace, false));
+    // The names the plan predicts: each resolved against the new name of what it reads.
+    for (id, old, new) in [
+        ("Queue", "t-a-q1", "t-b-q1"),
+        ("Tail", "t-a-q1-q2", "t-b-q1-q2"),
+        ("Table", "t-a-q1-t", "t-b-q1-t"),
+    ] {
+        assert_eq!(kind(&plan, id), (ChangeKind::Replace, true), "{id}");
+        let d = &plan.planned[id].change.property_diffs;
+        assert_eq!(d.len(), 1, "{id}: {d:?}");
+        assert_eq!(
+            (d[0].old.clone(), d[0].new.clone()),
+            (Some(json!(old)), Some(json!(new)))
+        );
+        assert!(d[0].requires_replacement, "{id}");
+    }
+    let queue = &plan.planned["Queue"].change.reasons;
+    assert!(
+        queue.contains(&ChangeReason::ReplacementPropagated {
+            from: "Topic".into()
+        }),
+        "{queue:?}"
+    );
+    // The parameter reads the tail's URL, known only once the new tail exists: an update the
+    // walk decides.
+    assert_eq!(kind(&plan, "Param"), (ChangeKind::Update, true));
+    assert_eq!(plan.planned["Param"].unresolved, vec!["Value".to_string()]);
+    assert_eq!(
+        plan.describe(),
+        "4 to replace, 1 to re-check once their dependencies are done"
+    );
+    // Under UpdateReplacePolicy: Retain the old table stays: no flag needed.
+    let mut t = chain_template("t-b");
+    t["Resources"]["Table"]["UpdateReplacePolicy"] = json!("Retain");
+    let (_d, p) = prepared(t, &[]);
+    assert!(plan_ok(&p, &chain_state()));
+}
+
+#[test]
+fn a_create_only_value_only_known_after_deploy_is_a_replacement_ceiling() {
+    // The tail's name reads the queue's URL (unknown until the new queue exists): a ceiling
+    // replacement, and the one under it reads the tail's name, unknown as well.
+    let mut t = chain_template("t-b");
+    t["Resources"]["Tail"]["Properties"]["QueueName"] = json!({"Ref": "Queue"});
+    t["Resources"]["Table"]["Properties"]["TableName"] =
+        json!({"Fn::GetAtt": ["Tail", "QueueName"]});
+    let (_d, p) = prepared(t.clone(), &[]);
+    let mut s = chain_state();
+    s.resources["Tail"].properties["QueueName"] = json!("https://q/t-a-q1");
+    s.resources["Table"].dependencies = Some(vec!["Tail".into()]);
+    // The table reads a replacement the walk may still lower: not refused by the plan (the
+    // walk refuses it if its name does move).
+    let plan = super::plan(&p, &s, &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "Tail"), (ChangeKind::Replace, true));
+    assert_eq!(
+        plan.planned["Tail"].unresolved,
+        vec!["QueueName".to_string()]
+    );
+    assert!(plan.planned["Tail"].change.property_diffs.is_empty());
+    assert_eq!(kind(&plan, "Table"), (ChangeKind::Replace, true));
+    // Read straight from the surely replaced queue, the table's name does move: refused.
+    t["Resources"]["Table"]["Properties"]["TableName"] = json!({"Ref": "Queue"});
+    let (_d, p) = prepared(t, &[]);
+    let text = super::plan(&p, &s, &registry(), false)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        text.contains("Table (AWS::DynamoDB::Table)")
+            && text.contains("create-only property TableName reads Queue"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_in_place_update_propagates_to_every_depth() {
+    let t = json!({"Resources": {
+        "P1": {"Type": "AWS::SSM::Parameter", "Properties": {"Type": "String", "Value": "v2"}},
+        "P2": {"Type": "AWS::SSM::Parameter",
+               "Properties": {"Type": "String", "Value": {"Fn::GetAtt": ["P1", "Value"]}}},
+        "P3": {"Type": "AWS::SSM::Parameter",
+               "Properties": {"Type": "String", "Value": {"Fn::GetAtt": ["P2", "Value"]}}},
+        "P4": {"Type": "AWS::SSM::Parameter",
+               "Properties": {"Type": "String", "Value": {"Fn::GetAtt": ["P3", "Type"]}}}
+    }});
+    let (_d, p) = prepared(t, &[]);
+    let mut s = StackState::new("S", "us-east-1");
+    for (id, value) in [("P1", "v1"), ("P2", "v1"), ("P3", "v1"), ("P4", "String")] {
+        s.resources.insert(
+            id.into(),
+            record(
+                &format!("/{id}"),
+                "AWS::SSM::Parameter",
+                json!({"Type": "String", "Value": value}),
+                json!({"Type": "String", "Value": value}),
+            ),
+        );
+    }
+    let plan = super::plan(&p, &s, &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "P1"), (ChangeKind::Update, false));
+    for id in ["P2", "P3"] {
+        assert_eq!(kind(&plan, id), (ChangeKind::Update, true), "{id}");
+        let d = &plan.planned[id].change.property_diffs;
+        assert_eq!(d[0].new, Some(json!("v2")), "{id}");
+    }
+    // P4 reads an attribute the update does not move: nothing to do (re-checked after P3,
+    // which is decided in the walk).
+    assert_eq!(kind(&plan, "P4"), (ChangeKind::NoChange, true));
+    assert_eq!(plan.describe(), "3 to update");
+}
+
+#[test]
+fn a_moved_dependency_whose_read_value_is_unchanged_plans_no_change() {
+    // The topic is replaced (FifoTopic is create-only) but keeps its name; the queue reads
+    // only the name, so its value does not move.
+    let mut t = chain_template("t-a");
+    t["Resources"]["Topic"]["Properties"]["FifoTopic"] = json!(true);
+    let (_d, p) = prepared(t, &[]);
+    let plan = super::plan(&p, &chain_state(), &registry(), false).unwrap();
+    assert_eq!(kind(&plan, "Topic"), (ChangeKind::Replace, false));
+    // Decided again in the walk (against the new topic's name), planned as no change.
+    assert_eq!(kind(&plan, "Queue"), (ChangeKind::NoChange, true));
+    assert_eq!(kind(&plan, "Tail"), (ChangeKind::NoChange, true));
+    assert_eq!(plan.describe(), "1 to replace");
+}

@@ -329,7 +329,9 @@ pub(super) fn planned_creates(
         .iter()
         .filter_map(|(id, p)| match p.change.kind {
             ChangeKind::Create => Some((id.clone(), None)),
-            ChangeKind::Replace => Some((
+            // A replacement the walk decides again (it reads what this run moves) may turn
+            // out an update: its token is minted when its create is sent.
+            ChangeKind::Replace if !p.deferred => Some((
                 id.clone(),
                 state.resources.get(id).and_then(|r| r.physical_id.clone()),
             )),
