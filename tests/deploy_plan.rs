@@ -2,7 +2,10 @@
 //! new expression reads an attribute the state record does not hold is updated (not planned
 //! as "no change"), `cdkd diff` reports it before the deploy, and an expression that did not
 //! change plans no change even when its attribute is missing from the record; one AWS cannot
-//! be asked for is shown as a change known after deploy.
+//! be asked for is shown as a change known after deploy. A rename that forces replacement
+//! three hops deep (the `propagate` fixtures) replaces all three, deleting each old resource
+//! only after its readers moved, and with a stateful type on the third hop is refused before
+//! anything changes.
 
 mod support;
 
@@ -59,12 +62,18 @@ async fn forget_attribute(app: &App, stack: &str, resource: &str, attribute: &st
 
 /// `cdkd diff --fail`: (exit code, stdout, stderr).
 fn diff(app: &App) -> (i32, String, String) {
+    diff_with(app, &[])
+}
+
+/// `cdkd diff --fail ARGS..`: (exit code, stdout, stderr).
+fn diff_with(app: &App, extra: &[&str]) -> (i32, String, String) {
     let dir = app.dir.path();
     let out = cdkd()
         .current_dir(dir)
         .arg("diff")
         .args(["--app", dir.to_str().expect("utf-8 path")])
         .args(["--state-bucket", &app.bucket, "--fail"])
+        .args(extra)
         .output()
         .expect("runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -196,4 +205,196 @@ async fn an_attribute_aws_cannot_be_asked_for_is_a_change_known_after_deploy() {
     app.write_stacks(&[(&stack, &v1, &[])]);
     let (code, stdout, stderr) = diff(&app);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
+}
+
+/// Writes the `propagate` fixture assembly `name` into the app's directory, its resource
+/// names made unique with `token`.
+fn write_propagate_fixture(app: &App, name: &str, token: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/apps")
+        .join(name)
+        .join("cdk.out");
+    for entry in std::fs::read_dir(dir).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let text = std::fs::read_to_string(entry.path()).expect("fixture file");
+        std::fs::write(
+            app.dir.path().join(entry.file_name()),
+            text.replace("cdkd-propagate", token),
+        )
+        .expect("write fixture file");
+    }
+}
+
+/// The `cdkd diff --json` rows of `stack`: logical id → change.
+fn diff_rows(app: &App, stack: &str) -> (i32, Vec<(String, String)>) {
+    let (code, stdout, _) = diff_with(app, &["--json", stack]);
+    let shown: Value = serde_json::from_str(&stdout).expect("diff json");
+    let rows = shown["stacks"][0]["resources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (s("logicalId"), s("change"))
+        })
+        .collect();
+    (code, rows)
+}
+
+const TOPIC: &str = "TopicBFC7AF6E";
+const QUEUE: &str = "Queue4A7E3555";
+const TAIL: &str = "Tail77A3F68A";
+const TABLE: &str = "TableCD117FA1";
+
+fn physical_id(record: &Value, id: &str) -> String {
+    record["resources"][id]["physicalId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{id} has a physical id: {record}"))
+        .to_owned()
+}
+
+async fn queue_exists(name: &str) -> bool {
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config().await);
+    sqs.get_queue_url().queue_name(name).send().await.is_ok()
+}
+
+#[tokio::test]
+async fn a_replacement_three_hops_deep_replaces_all_three_and_deletes_the_olds_last() {
+    let app = App::new("cdkd-plan");
+    let token = unique_name("prop");
+    write_propagate_fixture(&app, "propagate", &token);
+    let (code, _, stderr) = app.deploy(&["PropagateChain"]);
+    assert_eq!(code, 0, "{stderr}");
+    let before = app.record("PropagateChain");
+    assert!(queue_exists(&format!("{token}-a-q1-q2")).await);
+    assert_eq!(diff_with(&app, &["PropagateChain"]).0, 0);
+
+    // v2 renames the topic: the diff shows all three replaced, as does the dry run.
+    write_propagate_fixture(&app, "propagate-v2", &token);
+    let (code, rows) = diff_rows(&app, "PropagateChain");
+    assert_eq!(code, 1);
+    let replaced = |id: &str| rows.contains(&(id.to_owned(), "REPLACE".to_owned()));
+    assert!(
+        replaced(TOPIC) && replaced(QUEUE) && replaced(TAIL),
+        "{rows:?}"
+    );
+    let (code, _, stderr) = app.deploy(&["PropagateChain", "--dry-run"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("3 to replace"), "{stderr}");
+
+    let trace = tempfile::NamedTempFile::new().expect("trace file");
+    let trace_path = trace.path().to_str().expect("utf-8 path");
+    let (code, _, stderr) = app.deploy_env(&["PropagateChain"], &[("CDKD_TRACE_FILE", trace_path)]);
+    assert_eq!(code, 0, "{stderr}");
+    let after = app.record("PropagateChain");
+    for id in [TOPIC, QUEUE, TAIL] {
+        assert_ne!(
+            physical_id(&before, id),
+            physical_id(&after, id),
+            "{id} replaced"
+        );
+    }
+    assert!(physical_id(&after, TAIL).ends_with(&format!("{token}-b-q1-q2")));
+    assert_eq!(
+        after["outputs"]["TailName"],
+        format!("{token}-b-q1-q2").as_str()
+    );
+    // The old ones are gone from AWS.
+    for old in ["a-q1", "a-q1-q2"] {
+        assert!(!queue_exists(&format!("{token}-{old}")).await, "{old}");
+    }
+    let sns = aws_sdk_sns::Client::new(&sdk_config().await);
+    let old_topic = physical_id(&before, TOPIC);
+    assert!(sns
+        .get_topic_attributes()
+        .topic_arn(&old_topic)
+        .send()
+        .await
+        .is_err());
+    // Each old resource is deleted only after what read it moved: the old queue after the new
+    // tail exists, the old topic after the new queue exists.
+    let calls: Vec<Value> = std::fs::read_to_string(trace.path())
+        .expect("trace")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "call")
+        .collect();
+    let at = |id: &str, op: &str, field: &str| {
+        calls
+            .iter()
+            .find(|e| e["id"] == id && e["op"].as_str().is_some_and(|o| o.ends_with(op)))
+            .and_then(|e| e[field].as_f64())
+            .unwrap_or_else(|| panic!("no {op} call for {id}: {calls:?}"))
+    };
+    assert!(at(QUEUE, "DeleteQueue", "startMs") >= at(TAIL, "CreateQueue", "endMs"));
+    assert!(at(TOPIC, "DeleteTopic", "startMs") >= at(QUEUE, "CreateQueue", "endMs"));
+    assert!(at(TAIL, "DeleteQueue", "startMs") >= at(TAIL, "CreateQueue", "endMs"));
+
+    // Nothing left to change.
+    let (code, stdout, stderr) = diff_with(&app, &["PropagateChain"]);
+    assert_eq!(code, 0, "a phantom change:\n{stdout}\n{stderr}");
+}
+
+#[tokio::test]
+async fn a_stateful_replacement_three_hops_deep_is_refused_before_any_change() {
+    let app = App::new("cdkd-plan");
+    let token = unique_name("prop");
+    write_propagate_fixture(&app, "propagate", &token);
+    let (code, _, stderr) = app.deploy(&["PropagateStateful"]);
+    assert_eq!(code, 0, "{stderr}");
+    let before = app.record("PropagateStateful");
+    let old_table = format!("{token}-s-a-q1-t");
+    assert_eq!(physical_id(&before, TABLE), old_table);
+
+    write_propagate_fixture(&app, "propagate-v2", &token);
+    // The diff shows the table replaced and the refusal the deploy would hit (exit 3).
+    let (code, rows) = diff_rows(&app, "PropagateStateful");
+    assert_eq!(code, 3, "{rows:?}");
+    assert!(
+        rows.contains(&(TABLE.to_owned(), "REPLACE".to_owned())),
+        "{rows:?}"
+    );
+
+    let (code, _, stderr) = app.deploy(&["PropagateStateful"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("STATEFUL_REPLACE_BLOCKED") && stderr.contains(TABLE),
+        "{stderr}"
+    );
+    // Nothing changed: the same record, no new topic or queue, the old ones still there.
+    let unchanged = app.record("PropagateStateful");
+    for id in [TOPIC, QUEUE, TABLE] {
+        assert_eq!(
+            physical_id(&before, id),
+            physical_id(&unchanged, id),
+            "{id}"
+        );
+    }
+    assert!(!queue_exists(&format!("{token}-s-b-q1")).await);
+    assert!(queue_exists(&format!("{token}-s-a-q1")).await);
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk_config().await);
+    let table_exists = |name: String| {
+        let dynamodb = dynamodb.clone();
+        async move {
+            dynamodb
+                .describe_table()
+                .table_name(name)
+                .send()
+                .await
+                .is_ok()
+        }
+    };
+    assert!(table_exists(old_table.clone()).await);
+
+    // With the flag it goes through, and the old table is deleted after the new one exists.
+    let (code, _, stderr) = app.deploy(&["PropagateStateful", "--force-stateful-recreation"]);
+    assert_eq!(code, 0, "{stderr}");
+    let after = app.record("PropagateStateful");
+    assert_eq!(physical_id(&after, TABLE), format!("{token}-s-b-q1-t"));
+    assert!(table_exists(format!("{token}-s-b-q1-t")).await);
+    assert!(!table_exists(old_table).await);
+    assert!(!queue_exists(&format!("{token}-s-a-q1")).await);
+    let (code, stdout, stderr) = diff_with(&app, &["PropagateStateful"]);
+    assert_eq!(code, 0, "a phantom change:\n{stdout}\n{stderr}");
 }

@@ -163,7 +163,9 @@ fn propagated(
                     requires_replacement,
                     replacement_propagated: replacement,
                     attribute_propagated: !replacement,
-                    known_after_deploy: false,
+                    // The new side is the template's reference: its value exists once the
+                    // dependency is done.
+                    known_after_deploy: true,
                 });
             }
         }
