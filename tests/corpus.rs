@@ -150,7 +150,11 @@ fn prop<'a>(r: &'a Recorded, key: &str) -> &'a str {
 fn prop_list(r: &Recorded, key: &str) -> Vec<String> {
     r.properties[key]
         .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -191,19 +195,23 @@ async fn exists(r: &Recorded) -> bool {
             }
             any
         }
-        "AWS::IAM::ManagedPolicy" => {
-            !absent(&what, iam().get_policy().policy_arn(id).send().await)
-        }
+        "AWS::IAM::ManagedPolicy" => !absent(&what, iam().get_policy().policy_arn(id).send().await),
         "AWS::IAM::InstanceProfile" => !absent(
             &what,
-            iam().get_instance_profile().instance_profile_name(id).send().await,
+            iam()
+                .get_instance_profile()
+                .instance_profile_name(id)
+                .send()
+                .await,
         ),
-        "AWS::Lambda::Function" => {
-            !absent(&what, lambda().get_function().function_name(id).send().await)
-        }
-        "AWS::Lambda::Version" => {
-            !absent(&what, lambda().get_function().function_name(id).send().await)
-        }
+        "AWS::Lambda::Function" => !absent(
+            &what,
+            lambda().get_function().function_name(id).send().await,
+        ),
+        "AWS::Lambda::Version" => !absent(
+            &what,
+            lambda().get_function().function_name(id).send().await,
+        ),
         "AWS::Lambda::Alias" => !absent(
             &what,
             lambda()
@@ -385,6 +393,15 @@ async fn cycle(app: &str, stack: &str, expect: Expect<'_>) -> Vec<Recorded> {
         "{app}: a phantom change right after deploying v2:\n{stdout}\n{stderr}"
     );
     let second = recorded(&record(&bucket, stack));
+    for r in &second {
+        assert!(
+            exists(r).await,
+            "{app}: {} ({}) {} is recorded after v2 but not in AWS",
+            r.logical_id,
+            r.type_,
+            r.physical_id
+        );
+    }
 
     let (code, _, stderr) = app_cmd("destroy", &v2, &bucket, &[stack, "--force"]);
     assert_eq!(code, 0, "{app}: destroy failed:\n{stderr}");
@@ -408,7 +425,11 @@ async fn cycle(app: &str, stack: &str, expect: Expect<'_>) -> Vec<Recorded> {
             r.logical_id,
             r.type_,
             r.physical_id,
-            if keep { "is gone (its policy keeps it)" } else { "survived" }
+            if keep {
+                "is gone (its policy keeps it)"
+            } else {
+                "survived"
+            }
         );
     }
     all.into_values().collect()
@@ -416,7 +437,12 @@ async fn cycle(app: &str, stack: &str, expect: Expect<'_>) -> Vec<Recorded> {
 
 #[tokio::test]
 async fn queue_worker() {
-    cycle("corpus-queue-worker", "CorpusQueueWorker", Expect::default()).await;
+    cycle(
+        "corpus-queue-worker",
+        "CorpusQueueWorker",
+        Expect::default(),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -471,7 +497,12 @@ async fn rds() {
 
 #[tokio::test]
 async fn kms_encrypted() {
-    cycle("corpus-kms-encrypted", "CorpusKmsEncrypted", Expect::default()).await;
+    cycle(
+        "corpus-kms-encrypted",
+        "CorpusKmsEncrypted",
+        Expect::default(),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -481,7 +512,12 @@ async fn sns_fanout() {
 
 #[tokio::test]
 async fn secret_config() {
-    cycle("corpus-secret-config", "CorpusSecretConfig", Expect::default()).await;
+    cycle(
+        "corpus-secret-config",
+        "CorpusSecretConfig",
+        Expect::default(),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -491,17 +527,32 @@ async fn lambda_url() {
 
 #[tokio::test]
 async fn iam_policies() {
-    cycle("corpus-iam-policies", "CorpusIamPolicies", Expect::default()).await;
+    cycle(
+        "corpus-iam-policies",
+        "CorpusIamPolicies",
+        Expect::default(),
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn dynamo_stream() {
-    cycle("corpus-dynamo-stream", "CorpusDynamoStream", Expect::default()).await;
+    cycle(
+        "corpus-dynamo-stream",
+        "CorpusDynamoStream",
+        Expect::default(),
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn scheduled_job() {
-    cycle("corpus-scheduled-job", "CorpusScheduledJob", Expect::default()).await;
+    cycle(
+        "corpus-scheduled-job",
+        "CorpusScheduledJob",
+        Expect::default(),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -516,7 +567,12 @@ async fn sfn_lambda() {
 
 #[tokio::test]
 async fn queue_alarms() {
-    cycle("corpus-queue-alarms", "CorpusQueueAlarms", Expect::default()).await;
+    cycle(
+        "corpus-queue-alarms",
+        "CorpusQueueAlarms",
+        Expect::default(),
+    )
+    .await;
 }
 
 /// CDK's default for a table is RETAIN: destroy forgets the stack (no state left) but the
