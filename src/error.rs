@@ -56,6 +56,10 @@ pub enum Error {
     Edit(#[from] EditError),
     #[error(transparent)]
     Assets(#[from] crate::assets::AssetError),
+    #[error(transparent)]
+    Context(#[from] crate::context::ContextError),
+    #[error(transparent)]
+    ContextStore(#[from] crate::context::store::StoreError),
     /// The command exists in the surface but its engine is not part of this build yet.
     #[error("`cdkd {command}` is not available in this build yet: its engine has not landed; nothing was changed")]
     NotImplemented { command: &'static str },

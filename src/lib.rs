@@ -9,6 +9,7 @@
 //! - [`cli`]: clap definitions only; [`commands`]: handlers that turn options into work.
 //! - [`config`]: cdk.json, cdk.context.json, environment; one precedence rule.
 //! - [`assembly`]: running the app, reading the cloud assembly, selecting stacks.
+//! - [`context`]: context lookups (the synthesis loop, its providers, cdk.context.json).
 //! - [`template`]: the CloudFormation template model (JSON and YAML with short tags).
 //! - [`state`]: state records, their schema versions and key layout.
 //! - [`aws`]: the one client factory and AWS error classification.
@@ -22,6 +23,7 @@ pub mod aws;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod context;
 pub mod engine;
 pub mod env;
 pub mod error;

@@ -478,17 +478,15 @@ fn malformed_cdk_json_and_context_values_are_one_line_errors() {
     assert_one_line_error(&out, "no app to synthesize");
 }
 
-/// The real CDK apps re-synthesize through `node app.js` when node and the fixtures' npm
-/// packages are installed (`./scripts/synth-fixtures` installs them); the suite does not
-/// require node, so this test says so and returns when they are absent.
+/// The real CDK apps re-synthesize through `node app.js` with the fixtures' npm packages
+/// (`./scripts/test` installs them when they are missing).
 #[test]
-fn a_real_cdk_app_synthesizes_through_node_when_available() {
+fn a_real_cdk_app_synthesizes_through_node() {
     let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/node_modules/aws-cdk-lib");
-    let node = std::process::Command::new("node").arg("--version").output();
-    if !modules.is_dir() || node.is_err() {
-        eprintln!("skipping: node or fixtures/node_modules is not installed");
-        return;
-    }
+    assert!(
+        modules.is_dir(),
+        "fixtures/node_modules is not installed: run ./scripts/test, or npm install in fixtures/"
+    );
     let out_dir = tempfile::tempdir().expect("tempdir");
     let out = cdkd()
         .current_dir(fixture("cross-stack"))

@@ -37,6 +37,9 @@ pub struct Annotation {
 pub struct MissingContext {
     pub key: String,
     pub provider: String,
+    /// The provider's query (account, region, lookupRoleArn and the provider's own fields),
+    /// exactly as the app wrote it; an empty object when the manifest gave none.
+    pub props: Map<String, Value>,
 }
 
 /// One CloudFormation stack of the app.
@@ -142,9 +145,21 @@ fn load_into(
                 AssemblyError::manifest(&file, &format!("{path}.key"), "expected a string")
             })?;
             let provider = str_field(entry, "provider").unwrap_or("unknown").to_owned();
+            let props = match entry.get("props") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(p)) => p.clone(),
+                Some(_) => {
+                    return Err(AssemblyError::manifest(
+                        &file,
+                        &format!("{path}.props"),
+                        "expected an object",
+                    ))
+                }
+            };
             missing.push(MissingContext {
                 key: key.to_owned(),
                 provider,
+                props,
             });
         }
     }

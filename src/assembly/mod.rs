@@ -70,7 +70,7 @@ pub enum AssemblyError {
         path: String,
         message: String,
     },
-    #[error("the app needs context values cdkd does not look up yet: {}; run `cdk synth` once to fill cdk.context.json, or pass them with -c key=value", describe_missing(.missing))]
+    #[error("the cloud assembly lacks context values: {}; synthesize from the app command (cdkd then looks them up), or pass them with -c key=value", describe_missing(.missing))]
     MissingContext { missing: Vec<MissingContext> },
 }
 

@@ -9,7 +9,7 @@
 mod errors;
 pub mod trace;
 
-pub use errors::{classify, error_code, AwsError, ErrorKind};
+pub use errors::{classify, error_code, AwsError, ErrorKind, HttpStatus};
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;

@@ -64,6 +64,15 @@ pub struct GlobalOptions {
     /// Answer yes to every confirmation prompt.
     #[arg(short = 'y', long, global = true)]
     pub yes: bool,
+
+    /// Look up the context values the app is missing (VPCs, SSM parameters, zones, ...) with
+    /// the AWS credentials and save them to cdk.context.json [default].
+    #[arg(long, global = true, overrides_with = "no_lookups")]
+    pub lookups: bool,
+
+    /// Never look up context: a value missing from cdk.context.json, cdk.json and -c is an error.
+    #[arg(long, global = true, overrides_with = "lookups")]
+    pub no_lookups: bool,
 }
 
 /// Stack selection shared by the multi-stack commands.
@@ -110,6 +119,8 @@ pub enum Command {
     /// Inspect and maintain state records without an app.
     #[command(subcommand)]
     State(StateCommand),
+    /// List the cached context values (cdk.context.json and the rest), or reset them.
+    Context(ContextArgs),
 }
 
 #[derive(Debug, Args)]
@@ -370,6 +381,28 @@ pub struct PublishAssetsArgs {
     pub selection: StackSelection,
 }
 
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// Remove one cached value by key or by its number in the listing; it is looked up again
+    /// on the next synthesis.
+    #[arg(
+        short = 'e',
+        long,
+        value_name = "KEY_OR_NUMBER",
+        conflicts_with = "clear"
+    )]
+    pub reset: Option<String>,
+    /// With --reset: succeed even when the key is not in cdk.context.json.
+    #[arg(short = 'f', long, requires = "reset")]
+    pub force: bool,
+    /// Remove every cached value from cdk.context.json.
+    #[arg(long)]
+    pub clear: bool,
+    /// Print the context as JSON.
+    #[arg(short = 'j', long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum StateCommand {
     /// Show the state bucket, its region and the prefix in use.
@@ -467,6 +500,7 @@ impl Command {
             Command::ForceUnlock(_) => "force-unlock",
             Command::Drift(_) => "drift",
             Command::PublishAssets(_) => "publish-assets",
+            Command::Context(_) => "context",
             Command::State(s) => match s {
                 StateCommand::Info(_) => "state info",
                 StateCommand::List(_) => "state list",

@@ -9,7 +9,7 @@ use crate::error::{ExitStatus, Result};
 use crate::ui;
 
 pub async fn run(session: &Session, args: &ListArgs) -> Result<ExitStatus> {
-    let assembly = session.assembly().await?;
+    let assembly = session.assembly_without_lookups().await?;
     for missing in &assembly.missing {
         ui::warn(format!(
             "the app is missing context `{}` ({}); templates hold placeholder values until it is looked up",

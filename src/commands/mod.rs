@@ -3,6 +3,7 @@
 //! in the layers below.
 
 mod bootstrap;
+mod context;
 mod deploy;
 mod destroy;
 mod diff;
@@ -17,6 +18,7 @@ mod scrub;
 mod state;
 mod synth;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::OnceCell;
@@ -25,6 +27,7 @@ use crate::assembly::{self, AppSource, CloudAssembly, Selector, StackArtifact, S
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::{Cli, Command, StackSelection};
 use crate::config::{Settings, Sources};
+use crate::context::{ContextFile, Lookups, LoopOptions};
 use crate::error::{Error, ExitStatus, Result};
 use crate::state::backend::S3Backend;
 use crate::state::bucket::{self, StateBucket};
@@ -91,26 +94,59 @@ impl Session {
         Ok(backend)
     }
 
-    /// Runs the app (or reads the assembly directory) and returns the loaded assembly.
+    /// Runs the app (or reads the assembly directory) and returns the loaded assembly, its
+    /// missing context looked up and saved to cdk.context.json first (unless --no-lookups).
     pub async fn assembly(&self) -> Result<CloudAssembly> {
+        self.synthesize(true).await
+    }
+
+    /// Runs the app once and returns the assembly as it is, missing context and all (`list`
+    /// only warns about it).
+    pub async fn assembly_without_lookups(&self) -> Result<CloudAssembly> {
+        self.synthesize(false).await
+    }
+
+    async fn synthesize(&self, lookups: bool) -> Result<CloudAssembly> {
         let app = self.settings.require_app()?;
         let source = AppSource::classify(app, &self.settings.project_dir);
-        let (account, region) = match &source {
-            AppSource::Command(_) => self.best_effort_environment().await,
-            AppSource::Directory(_) => (None, None),
+        let AppSource::Command(command) = &source else {
+            return Ok(assembly::obtain(
+                &source,
+                &self.settings.project_dir,
+                &self.settings.output,
+                SynthInput::default(),
+            )
+            .await?);
         };
+        let (account, region) = self.best_effort_environment().await;
         let input = SynthInput {
             context: self.settings.context.clone(),
             default_account: account.as_deref(),
             default_region: region.as_deref(),
         };
-        Ok(assembly::obtain(
-            &source,
-            &self.settings.project_dir,
-            &self.settings.output,
-            input,
-        )
-        .await?)
+        if !lookups {
+            return Ok(assembly::obtain(
+                &source,
+                &self.settings.project_dir,
+                &self.settings.output,
+                input,
+            )
+            .await?);
+        }
+        let lookups = if self.settings.lookups {
+            Some(Arc::new(Lookups::new(self.clients().await)))
+        } else {
+            None
+        };
+        let context_file = ContextFile::in_dir(&self.settings.project_dir);
+        let options = LoopOptions {
+            command,
+            project_dir: &self.settings.project_dir,
+            outdir: &self.settings.output,
+            lookups,
+            context_file: &context_file,
+        };
+        Ok(crate::context::synthesize(options, input).await?)
     }
 }
 
@@ -165,6 +201,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Scrub(args) => scrub::run(&session, args).await,
         Command::Import(args) => import::run(&session, args).await,
         Command::Orphan(args) => orphan::run(&session, args).await,
+        Command::Context(args) => context::run(&session, args),
         other => Err(Error::NotImplemented {
             command: other.name(),
         }),

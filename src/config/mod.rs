@@ -161,6 +161,8 @@ pub struct Settings {
     pub role_arn: Option<String>,
     pub verbose: u8,
     pub yes: bool,
+    /// Whether missing context is looked up (`--no-lookups` turns it off).
+    pub lookups: bool,
 }
 
 pub const DEFAULT_STATE_PREFIX: &str = "cdkd";
@@ -250,6 +252,7 @@ impl Settings {
             role_arn: flags.role_arn.clone(),
             verbose: flags.verbose,
             yes: flags.yes,
+            lookups: !flags.no_lookups,
             context,
         })
     }
