@@ -11,6 +11,7 @@ pub mod custom;
 pub mod naming;
 pub mod non_provisionable;
 pub mod props;
+pub mod refs;
 mod registry;
 pub mod routing;
 pub mod schema;
@@ -119,23 +120,13 @@ impl ProviderError {
     }
 }
 
-/// Create, update, delete, read and import for one or more resource types.
+/// Create, update, delete, read and import for one or more resource types. What `Ref` of a
+/// resource returns does not depend on its provider: [`refs::ref_value`] derives it from the
+/// recorded physical id, attributes and properties.
 #[async_trait]
 pub trait Provider: Send + Sync {
     /// The types this provider serves.
     fn resource_types(&self) -> &'static [&'static str];
-
-    /// What CloudFormation's `Ref` returns for a resource recorded with `physical_id`. Most
-    /// types return the physical id itself; composite ids translate back to CloudFormation's
-    /// value (often one segment), sometimes from a recorded attribute.
-    fn ref_value(
-        &self,
-        _resource_type: &str,
-        physical_id: &str,
-        _attributes: &Map<String, Value>,
-    ) -> Value {
-        Value::String(physical_id.to_owned())
-    }
 
     /// Creates the resource and returns its physical id and attributes.
     async fn create(

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::plan::references;
-use crate::provider::{schema, Provider, Registry, Route};
+use crate::provider::{refs, schema, Provider, Registry, Route};
 use crate::redact::{
     comparable, mask_leaves, with_expressions, Needles, NoEchoScope, RecordRedactor, RecordedReads,
     StoredProperties,
@@ -43,14 +43,16 @@ pub(super) struct Snapshot {
 }
 
 impl Snapshot {
-    /// The snapshot of `records` (every record that has a physical id).
+    /// The snapshot of `records` (every record that has a physical id). `Ref` values come
+    /// from [`refs::of_record`], whichever provider serves a record (`_registry` stays for
+    /// the callers' convenience).
     pub fn from_records<'a>(
-        registry: &Registry,
+        _registry: &Registry,
         records: impl IntoIterator<Item = (&'a String, &'a ResourceState)>,
     ) -> Self {
         let entries = records
             .into_iter()
-            .filter_map(|(id, rec)| Some((id.clone(), known(registry, id, rec)?)))
+            .filter_map(|(id, rec)| Some((id.clone(), known(rec)?)))
             .collect();
         Snapshot { entries }
     }
@@ -107,16 +109,10 @@ pub(super) fn provisioned_by(route: Route) -> ProvisionedBy {
     }
 }
 
-fn known(registry: &Registry, _id: &str, rec: &ResourceState) -> Option<Known> {
-    let physical_id = rec.physical_id.as_deref()?;
-    let attributes = rec.attributes.clone().unwrap_or_default();
-    let ref_value = match record_provider(registry, rec) {
-        Some((_, provider)) => provider.ref_value(&rec.resource_type, physical_id, &attributes),
-        None => Value::String(physical_id.to_owned()),
-    };
+fn known(rec: &ResourceState) -> Option<Known> {
     Some(Known {
-        ref_value: Some(ref_value),
-        attributes,
+        ref_value: Some(refs::of_record(rec)?),
+        attributes: rec.attributes.clone().unwrap_or_default(),
     })
 }
 

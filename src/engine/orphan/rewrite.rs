@@ -3,8 +3,9 @@
 //! Once a resource leaves state, nothing can resolve `Ref` / `Fn::GetAtt` / an `Fn::Sub`
 //! placeholder of it any more, so every such reference left in a surviving record (its
 //! properties and attributes, and the stack outputs) is replaced by the value it stands for:
-//! `Ref` by the orphan's physical id, `Fn::GetAtt` by the value its recorded attributes cache
-//! holds (the cache a deploy reads `Fn::GetAtt` from). A dependency on the orphan is dropped.
+//! `Ref` by the value CloudFormation's `Ref` returns ([`refs::ref_value`] of its record, so
+//! one segment of a composite id where that is what `Ref` gives), `Fn::GetAtt` by the value
+//! its recorded attributes cache holds (the cache a deploy reads `Fn::GetAtt` from). A dependency on the orphan is dropped.
 //! A reference with no value to put in its place (no physical id, an attribute the cache does
 //! not hold, an unreadable row or cache) is reported as unresolvable and left as it was.
 //!
@@ -13,6 +14,7 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
+use crate::provider::refs;
 use crate::resolve::intrinsic;
 
 /// One reference replaced (or a dependency dropped: `after` is `None`).
@@ -51,8 +53,15 @@ impl Orphans<'_> {
     /// The value `Ref` of `id` stands for.
     fn reference(&self, id: &str) -> Result<Value, String> {
         let row = self.readable(id)?;
-        match row.get("physicalId") {
-            Some(Value::String(p)) if !p.is_empty() => Ok(Value::String(p.clone())),
+        let empty = Map::new();
+        let object = |key: &str| match row.get(key) {
+            Some(Value::Object(m)) => m,
+            _ => &empty,
+        };
+        match (row.get("physicalId"), row.get("resourceType")) {
+            (Some(Value::String(p)), Some(Value::String(t))) if !p.is_empty() => Ok(
+                refs::ref_value(t, p, object("attributes"), object("properties")),
+            ),
             _ => Err("its record has no physical id".into()),
         }
     }
@@ -353,6 +362,20 @@ mod tests {
         assert!(f.unresolved.is_empty(), "{:?}", f.unresolved);
         assert_eq!(f.rewrites.len(), 6);
         assert!(f.rewrites.iter().any(|r| r.path == "properties.List[0]"));
+    }
+
+    #[test]
+    fn ref_of_a_composite_orphan_is_what_cloudformation_returns() {
+        let rows = IndexMap::from_iter([(
+            "Res".to_owned(),
+            json!({"resourceType": "AWS::ApiGateway::Resource", "physicalId": "api1|res1",
+                   "properties": {"RestApiId": "api1"}, "attributes": {"ResourceId": "res1"}}),
+        )]);
+        let o = Orphans { rows: &rows };
+        let mut f = Findings::default();
+        let mut v = json!({"ResourceId": {"Ref": "Res"}, "S": {"Fn::Sub": "/${Res}"}});
+        f.rewrite_value(&o, "M", "properties", &mut v);
+        assert_eq!(v, json!({"ResourceId": "res1", "S": "/res1"}));
     }
 
     #[test]

@@ -19,8 +19,7 @@ use serde_json::{Map, Value};
 
 use super::nested::Handed;
 use super::position_paths::{mask_no_echo_leaves, restore_secret_leaves, Pairing};
-use crate::provider::routing::default_registry;
-use crate::provider::{is_skipped_type, schema, Registry, Route};
+use crate::provider::{is_skipped_type, refs};
 use crate::redact::{mask_leaves, with_expressions, Needles, NoEchoScope};
 use crate::resolve::dynamic::{
     collect_references, DynamicLookup, DynamicReference, DYNAMIC_REFERENCE_OPENER,
@@ -78,35 +77,18 @@ struct RecordLookup {
 }
 
 impl RecordLookup {
-    fn new(registry: &Registry, state: &StackState) -> Self {
+    fn new(state: &StackState) -> Self {
         let entries = state
             .resources
             .iter()
             .filter_map(|(id, rec)| {
-                let physical = rec.physical_id.as_deref()?;
+                let ref_value = refs::of_record(rec)?;
                 let attributes = rec.attributes.clone().unwrap_or_default();
-                let ref_value = match provider_of(registry, rec) {
-                    Some(p) => p.ref_value(&rec.resource_type, physical, &attributes),
-                    None => Value::String(physical.to_owned()),
-                };
                 Some((id.clone(), (ref_value, attributes)))
             })
             .collect();
         RecordLookup { entries }
     }
-}
-
-fn provider_of(
-    registry: &Registry,
-    rec: &ResourceState,
-) -> Option<Arc<dyn crate::provider::Provider>> {
-    let t = rec.resource_type.as_str();
-    if rec.is_pinned_to_cloud_control() {
-        return registry.provider(t, Route::CloudControl);
-    }
-    registry
-        .provider(t, Route::Sdk)
-        .or_else(|| schema::schema_for(t).and_then(|_| registry.provider(t, Route::CloudControl)))
 }
 
 impl ResourceLookup for RecordLookup {
@@ -189,8 +171,7 @@ pub async fn position_pass(
         .evaluate_conditions()
         .map_err(|e| e.to_string())?;
     let report = prune(&mut template, &verdicts, input.stack);
-    let registry = default_registry();
-    let records = RecordLookup::new(&registry, state);
+    let records = RecordLookup::new(state);
     lookup
         .prefetch_template(&template, &params, &verdicts, &records)
         .await;
