@@ -28,6 +28,9 @@ Output format (one JSON object, one resource type per line, types and keys sorte
     c  createOnlyProperties
     w  writeOnlyProperties
     r  readOnlyProperties
+    g  further Fn::GetAtt attributes: paths cfn-lint accepts in Fn::GetAtt although they
+       are not read-only (cfnlint/schema/_getatts.py: the types whose every property is an
+       attribute, and the per-type exceptions), minus those already in r
 
 Every path is written without the common "/properties/" prefix (the "prefix" field):
 "/properties/Tags/*/Key" is stored as "Tags/*/Key". The script fails if a schema has a
@@ -38,6 +41,7 @@ Empty or absent lists are omitted.
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from pathlib import Path
@@ -69,7 +73,52 @@ def dedup(items: list) -> list:
     return out
 
 
-def entry(type_name: str, schema: dict) -> dict:
+def getatt_lists(package: Path) -> tuple[set[str], dict[str, list[str]]]:
+    """cfn-lint's GetAtt special cases, read (not imported) from cfnlint/schema/_getatts.py:
+    the types whose every property is an attribute, and extra attributes per type."""
+    source = package / "schema" / "_getatts.py"
+    found: dict[str, object] = {}
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id in ("_all_property_types", "_exceptions"):
+                found[node.targets[0].id] = ast.literal_eval(node.value)
+    if set(found) != {"_all_property_types", "_exceptions"}:
+        sys.exit(f"gen_resource_schemas: {source}: GetAtt lists not found (cfn-lint layout changed?)")
+    return set(found["_all_property_types"]), dict(found["_exceptions"])
+
+
+def property_paths(schema: dict, node: dict, path: str, depth: int = 0) -> list[str]:
+    """Every attribute path under `node` the way cfn-lint's GetAtts walks it: into objects,
+    through local $refs, stopping at arrays of objects or arrays."""
+    if depth > 8:
+        return []
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/definitions/"):
+        target = schema.get("definitions", {}).get(ref[len("#/definitions/"):], {})
+        return property_paths(schema, target, path, depth + 1)
+    types = node.get("type")
+    types = types if isinstance(types, list) else [types]
+    if "object" in types:
+        out = []
+        for name, sub in (node.get("properties") or {}).items():
+            out += property_paths(schema, sub, f"{path}/{name}" if path else name, depth + 1)
+        return out
+    if "array" in types and (node.get("items") or {}).get("type") in ("object", "array"):
+        return []
+    return [path] if path else []
+
+
+def getatt_extra(type_name: str, schema: dict, lists: tuple[set[str], dict[str, list[str]]]) -> list[str]:
+    every, exceptions = lists
+    if type_name in every:
+        paths = property_paths(schema, {"type": "object", "properties": schema.get("properties") or {}}, "")
+    else:
+        paths = list(exceptions.get(type_name, []))
+    read_only = {strip(type_name, "readOnlyProperties", p) for p in schema.get("readOnlyProperties") or []}
+    return dedup([p for p in paths if p not in read_only])
+
+
+def entry(type_name: str, schema: dict, lists: tuple[set[str], dict[str, list[str]]]) -> dict:
     out: dict = {}
     for key, short in LIST_KEYS.items():
         paths = schema.get(key) or []
@@ -84,6 +133,9 @@ def entry(type_name: str, schema: dict) -> dict:
     groups = dedup(groups)
     if groups:
         out["a"] = groups
+    extra = getatt_extra(type_name, schema, lists)
+    if extra:
+        out["g"] = extra
     if "p" not in out:
         sys.exit(f"gen_resource_schemas: {type_name} has no primaryIdentifier")
     return dict(sorted(out.items()))
@@ -103,7 +155,9 @@ def main() -> None:
     spec = importlib.util.find_spec("cfnlint")
     if spec is None or not spec.submodule_search_locations:
         sys.exit("gen_resource_schemas: cannot locate the cfnlint package")
-    schemas = Path(list(spec.submodule_search_locations)[0]) / "data" / "schemas"
+    package = Path(list(spec.submodule_search_locations)[0])
+    lists = getatt_lists(package)
+    schemas = package / "data" / "schemas"
     provider = schemas / "providers" / REGION_FILE
     resources = schemas / "resources"
     if not provider.is_file():
@@ -120,7 +174,7 @@ def main() -> None:
         schema = json.loads((resources / f"{hashes[type_name]}.json").read_text(encoding="utf-8"))
         if schema.get("typeName") != type_name:
             sys.exit(f"gen_resource_schemas: {type_name}: schema says {schema.get('typeName')!r}")
-        body = json.dumps(entry(type_name, schema), separators=(",", ":"), ensure_ascii=False)
+        body = json.dumps(entry(type_name, schema, lists), separators=(",", ":"), ensure_ascii=False)
         lines.append(f"{json.dumps(type_name)}:{body}")
 
     header = {

@@ -91,6 +91,9 @@ pub struct TypeSchema {
     pub write_only: Vec<PropertyPath>,
     /// Set by the service only (ARNs, generated ids); never part of a desired state.
     pub read_only: Vec<PropertyPath>,
+    /// Properties `Fn::GetAtt` also reads although they are not read-only (cfn-lint's
+    /// special cases: `AWS::EC2::VPC`'s `CidrBlock`, every property of a few types).
+    pub getatt_extra: Vec<PropertyPath>,
 }
 
 impl TypeSchema {
@@ -174,6 +177,8 @@ struct RawType {
     w: Vec<String>,
     #[serde(default)]
     r: Vec<String>,
+    #[serde(default)]
+    g: Vec<String>,
 }
 
 fn parse_snapshot(text: &str) -> Result<Snapshot, String> {
@@ -195,6 +200,7 @@ fn parse_snapshot(text: &str) -> Result<Snapshot, String> {
                 create_only: paths(t.c),
                 write_only: paths(t.w),
                 read_only: paths(t.r),
+                getatt_extra: paths(t.g),
             };
             (name, schema)
         })

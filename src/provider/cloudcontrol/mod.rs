@@ -207,7 +207,10 @@ impl CloudControlProvider {
     }
 }
 
-/// The read-only properties of a read, named as Fn::GetAtt names them (`Endpoint.Address`).
+/// The attributes of a read, named as Fn::GetAtt names them (`Endpoint.Address`): the
+/// read-only properties, and the further properties CloudFormation lets `Fn::GetAtt` read
+/// (`AWS::EC2::VPC`'s `CidrBlock`) unless their value is a list of objects, which
+/// `Fn::GetAtt` cannot return.
 pub fn attributes_from(
     properties: &Map<String, Value>,
     schema: Option<&TypeSchema>,
@@ -216,18 +219,26 @@ pub fn attributes_from(
     let Some(schema) = schema else {
         return attributes;
     };
-    for path in &schema.read_only {
+    let extra = schema.getatt_extra.iter().map(|p| (p, true));
+    for (path, checked) in schema.read_only.iter().map(|p| (p, false)).chain(extra) {
         let segments = path.segments();
-        if segments.iter().any(|s| s == "*") {
+        if segments.is_empty() || segments.iter().any(|s| s == "*") {
             continue;
         }
         let mut cursor = properties.get(&segments[0]);
         for segment in &segments[1..] {
             cursor = cursor.and_then(|v| v.get(segment));
         }
-        if let Some(value) = cursor {
-            attributes.insert(segments.join("."), value.clone());
+        let Some(value) = cursor else { continue };
+        let nested = |v: &Value| v.is_array() || v.is_object();
+        if checked
+            && value
+                .as_array()
+                .is_some_and(|items| items.iter().any(nested))
+        {
+            continue;
         }
+        attributes.insert(segments.join("."), value.clone());
     }
     attributes
 }
@@ -394,5 +405,43 @@ impl Provider for CloudControlProvider {
                 format!("{physical_id} does not exist"),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn attributes_are_named_as_get_att_names_them() {
+        let read = map(json!({"Name": "api", "RestApiId": "a1", "RootResourceId": "r1"}));
+        let got = attributes_from(&read, schema::schema_for("AWS::ApiGateway::RestApi"));
+        assert_eq!(got, map(json!({"RestApiId": "a1", "RootResourceId": "r1"})));
+        let read = map(
+            json!({"DBInstanceIdentifier": "db", "Endpoint": {"Address": "h", "Port": "5432"}}),
+        );
+        let got = attributes_from(&read, schema::schema_for("AWS::RDS::DBInstance"));
+        assert_eq!(got["Endpoint.Address"], "h");
+        assert_eq!(got["Endpoint.Port"], "5432");
+    }
+
+    #[test]
+    fn properties_get_att_also_reads_are_attributes_but_lists_of_objects_are_not() {
+        let read = map(json!({
+            "VpcId": "vpc-1", "CidrBlock": "10.0.0.0/16", "EnableDnsSupport": true,
+            "Tags": [{"Key": "k", "Value": "v"}], "Ipv6CidrBlocks": ["::/56"]
+        }));
+        let got = attributes_from(&read, schema::schema_for("AWS::EC2::VPC"));
+        assert_eq!(got["CidrBlock"], "10.0.0.0/16");
+        assert_eq!(got["EnableDnsSupport"], true);
+        assert_eq!(got["VpcId"], "vpc-1");
+        assert_eq!(got["Ipv6CidrBlocks"], json!(["::/56"]));
+        assert!(!got.contains_key("Tags"), "{got:?}");
     }
 }
