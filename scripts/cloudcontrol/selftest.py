@@ -327,12 +327,28 @@ def requests_and_faults(cc: CC) -> None:
     print("ok  requests and faults")
 
 
+def rest_api(cc: CC) -> None:
+    api = cc.create("AWS::ApiGateway::RestApi", {"Name": "st-api"})["Identifier"]
+    root = cc.get("AWS::ApiGateway::RestApi", api)["RootResourceId"]
+    check(len(api) == 10 and len(root) == 10 and api != root, f"rest api ids {api} {root}")
+    res = cc.create("AWS::ApiGateway::Resource", {"RestApiId": api, "ParentId": root, "PathPart": "a"})["Identifier"]
+    rid = res.split("|")[1]
+    ok = cc.create("AWS::ApiGateway::Method", {"RestApiId": api, "ResourceId": rid, "HttpMethod": "GET", "AuthorizationType": "NONE"})
+    check(ok["Identifier"] == f"{api}|{rid}|GET", f"method {ok}")
+    bad = cc.create("AWS::ApiGateway::Method", {"RestApiId": api, "ResourceId": res, "HttpMethod": "PUT", "AuthorizationType": "NONE"}, ok=False)
+    check(bad["ErrorCode"] == "NotFound" and "Invalid Resource identifier" in bad["StatusMessage"], f"composite ResourceId: {bad}")
+    bad = cc.create("AWS::ApiGateway::Stage", {"RestApiId": api, "StageName": "s", "DeploymentId": "nope"}, ok=False)
+    check(bad["ErrorCode"] == "NotFound", f"unknown deployment: {bad}")
+    print("ok  rest api references")
+
+
 def main() -> int:
     os.environ.setdefault("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
     cc = CC()
     moto_types(cc)
     moto_both_ways(cc)
     generic(cc)
+    rest_api(cc)
     requests_and_faults(cc)
     print("selftest passed")
     return 0

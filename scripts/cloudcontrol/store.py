@@ -32,6 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import apigateway
 from .patch import PatchError, apply_patch, remove_paths, values_differ
 from .schema import TypeSchema, split
 
@@ -357,6 +358,7 @@ class Store:
             props = without_read_only(schema, desired)
             if validating:
                 validate(schema, props)
+            self._check_references(ctx, schema.type_name, props)
             backing = self.backing(schema.type_name)
             identifier, props, ro = backing.create(ctx, schema, props)
             bucket = self._bucket(ctx, schema.type_name)
@@ -395,6 +397,7 @@ class Store:
         with self.lock:
             if validating:
                 validate(schema, props)
+            self._check_references(ctx, schema.type_name, props)
             record = self._bucket(ctx, schema.type_name).get(rec_id)
             if record is None:
                 record = self._adopt(ctx, schema, rec_id)
@@ -416,6 +419,17 @@ class Store:
             self.backing(schema.type_name).delete(ctx, schema, record)
             bucket.pop(rec_id, None)
             return rec_id
+
+    def _check_references(self, ctx: Context, type_name: str, props: dict) -> None:
+        """A service's own check that the ids a resource names exist (apigateway.py)."""
+
+        def models(other: str) -> list[dict]:
+            return [{**r.properties, **r.read_only} for r in self._bucket(ctx, other).values()]
+
+        try:
+            apigateway.check(type_name, props, models)
+        except apigateway.MissingReference as e:
+            raise HandlerFailure("NotFound", str(e)) from None
 
     def _adopt(self, ctx: Context, schema: TypeSchema, rec_id: str) -> Record:
         """A record for a moto resource Cloud Control did not create (to update or delete it)."""
