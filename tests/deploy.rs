@@ -609,3 +609,121 @@ async fn dependencies_deploy_first_unless_exclusively_and_a_failed_one_skips_its
         "{stderr}"
     );
 }
+
+/// `cdkd <args> --app DIR --state-bucket B`: (exit code, stderr).
+fn run_app(dir: &Path, bucket: &str, args: &[&str]) -> (i32, String) {
+    let out = cdkd()
+        .current_dir(dir)
+        .args(args)
+        .args(["--app", dir.to_str().unwrap(), "--state-bucket", bucket])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("--- cdkd {args:?}\n{stderr}");
+    (out.status.code().unwrap_or(-1), stderr)
+}
+
+/// Every string leaf of `v` with its path, for the `|` checks.
+fn leaves(v: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) => out.push((path.to_owned(), s.clone())),
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                leaves(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                leaves(x, &format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn joined_ids(v: &Value, path: &str) -> Vec<(String, String)> {
+    let mut all = Vec::new();
+    leaves(v, path, &mut all);
+    all.into_iter().filter(|(_, s)| s.contains('|')).collect()
+}
+
+/// A REST API whose children have composite Cloud Control identifiers: every `Ref` of one
+/// reaches AWS, state and the outputs as CloudFormation's value (a resource id, a stage
+/// name), while state keeps the `|`-joined identifier as the physical id.
+#[tokio::test]
+async fn the_rest_api_fixture_sends_and_outputs_cloudformation_ref_values() {
+    let cc = aws_sdk_cloudcontrol::Client::new(&sdk_config().await);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/apps/rest-api/cdk.out");
+    let bucket = unique_name("cdkd-restapi");
+    let out = cdkd()
+        .args(["bootstrap", "--state-bucket", &bucket])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let (stdout, _) = ok(deploy_dir(&dir, &bucket, &["--json"]));
+    let printed: Value = serde_json::from_str(&stdout).expect("json");
+    let outputs = &printed["RestApiStack"]["outputs"];
+    assert_eq!(joined_ids(outputs, "outputs"), vec![], "{outputs}");
+    assert_eq!(outputs["StageName"], "prod", "{outputs}");
+
+    let state = state_json(&bucket, "RestApiStack");
+    let resources = state["resources"].as_object().expect("resources");
+    assert_eq!(resources.len(), 11, "{state}");
+    let physical = |id: &str| resources[id]["physicalId"].as_str().unwrap().to_owned();
+    let api = physical("ApiF70053CD");
+    let items = physical("Apiitems8F0ED6C4");
+    assert_eq!(
+        items.split('|').collect::<Vec<_>>().len(),
+        2,
+        "state keeps the identifier"
+    );
+    let items_id = items.split('|').nth(1).unwrap();
+    assert_eq!(outputs["ItemsResourceId"], items_id);
+    assert_eq!(
+        physical("ApiitemsGET2CEFDB25"),
+        format!("{api}|{items_id}|GET")
+    );
+    let root = &resources["ApiF70053CD"]["attributes"]["RootResourceId"];
+    assert_eq!(&outputs["RootResourceId"], root);
+    assert_eq!(
+        outputs["ApiEndpoint4F160690"],
+        format!("https://{api}.execute-api.{REGION}.amazonaws.com/prod/")
+    );
+    for (id, rec) in resources {
+        let props = &rec["properties"];
+        assert_eq!(
+            joined_ids(props, id),
+            vec![],
+            "{id} was sent a composite id"
+        );
+        // What Cloud Control holds for it: no property names a `|`-joined identifier.
+        let got = cc
+            .get_resource()
+            .type_name(rec["resourceType"].as_str().unwrap())
+            .identifier(rec["physicalId"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{id}: {e:?}"));
+        let text = got
+            .resource_description()
+            .and_then(|d| d.properties())
+            .unwrap();
+        let live: Value = serde_json::from_str(text).expect("properties");
+        assert_eq!(joined_ids(&live, id), vec![], "{id} holds a composite id");
+    }
+
+    let (code, stderr) = run_app(&dir, &bucket, &["diff", "--fail"]);
+    assert_eq!(code, 0, "diff after deploy: {stderr}");
+
+    let (code, stderr) = run_app(&dir, &bucket, &["destroy", "--all", "--force"]);
+    assert_eq!(code, 0, "destroy: {stderr}");
+    for rec in resources.values() {
+        let gone = cc
+            .get_resource()
+            .type_name(rec["resourceType"].as_str().unwrap())
+            .identifier(rec["physicalId"].as_str().unwrap())
+            .send()
+            .await;
+        assert!(gone.is_err(), "{rec} survived the destroy");
+    }
+}
