@@ -219,7 +219,12 @@ pub fn attributes_from(
     let Some(schema) = schema else {
         return attributes;
     };
-    let extra = schema.getatt_extra.iter().map(|p| (p, true));
+    // Never a write-only property (a password), whatever a read returns.
+    let extra = schema
+        .getatt_extra
+        .iter()
+        .filter(|p| !schema.write_only.contains(p))
+        .map(|p| (p, true));
     for (path, checked) in schema.read_only.iter().map(|p| (p, false)).chain(extra) {
         let segments = path.segments();
         if segments.is_empty() || segments.iter().any(|s| s == "*") {
@@ -443,5 +448,14 @@ mod tests {
         assert_eq!(got["VpcId"], "vpc-1");
         assert_eq!(got["Ipv6CidrBlocks"], json!(["::/56"]));
         assert!(!got.contains_key("Tags"), "{got:?}");
+        let read = map(
+            json!({"DBInstanceIdentifier": "db", "MasterUserPassword": "hunter2", "Port": "3306"}),
+        );
+        let got = attributes_from(&read, schema::schema_for("AWS::RDS::DBInstance"));
+        assert_eq!(got["Port"], "3306");
+        assert!(
+            !got.contains_key("MasterUserPassword"),
+            "a write-only property: {got:?}"
+        );
     }
 }
