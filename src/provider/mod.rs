@@ -128,6 +128,18 @@ pub trait Provider: Send + Sync {
     /// The types this provider serves.
     fn resource_types(&self) -> &'static [&'static str];
 
+    /// What CloudFormation's `Ref` returns for a resource recorded with `physical_id` and
+    /// `attributes`: [`refs::ref_value`], the same for every provider (the engine calls it
+    /// with the record's properties too, through [`refs::of_record`]).
+    fn ref_value(
+        &self,
+        resource_type: &str,
+        physical_id: &str,
+        attributes: &Map<String, Value>,
+    ) -> Value {
+        refs::ref_value(resource_type, physical_id, attributes, &Map::new())
+    }
+
     /// Creates the resource and returns its physical id and attributes.
     async fn create(
         &self,

@@ -136,23 +136,24 @@ pub fn of_record(rec: &ResourceState) -> Option<Value> {
 }
 
 /// The joined identifier rebuilt from a physical id that holds only part of it: every part
-/// recorded, and at most one (the physical id itself) not.
+/// recorded, or all but one, which the physical id itself is (when it is not already one of
+/// the recorded parts).
 fn joined_from_record(
     primary: &[String],
     physical_id: &str,
     recorded: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
-    let mut missing = 0;
-    let parts: Vec<String> = primary
-        .iter()
-        .map(|p| {
-            recorded(p).unwrap_or_else(|| {
-                missing += 1;
-                physical_id.to_owned()
-            })
-        })
+    let found: Vec<Option<String>> = primary.iter().map(|p| recorded(p)).collect();
+    let missing = found.iter().filter(|f| f.is_none()).count();
+    let is_part = found.iter().flatten().any(|f| f == physical_id);
+    if primary.len() < 2 || missing > 1 || (missing == 1 && is_part) {
+        return None;
+    }
+    let parts: Vec<String> = found
+        .into_iter()
+        .map(|f| f.unwrap_or_else(|| physical_id.to_owned()))
         .collect();
-    (missing <= 1 && primary.len() > 1).then(|| parts.join("|"))
+    Some(parts.join("|"))
 }
 
 /// A string at a schema path (`Schedule/ScheduleId`) of `map`.

@@ -135,6 +135,10 @@ fn a_joined_type_returns_the_identifier_and_rebuilds_a_short_one() {
     );
     // Nothing to rebuild from: the id as recorded.
     assert_eq!(r(p, "sid-1", json!({}), json!({})), json!("sid-1"));
+    assert_eq!(
+        r(p, "sid-1", json!({"Id": "sid-1"}), json!({})),
+        json!("sid-1")
+    );
 }
 
 #[test]
