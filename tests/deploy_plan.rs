@@ -397,4 +397,53 @@ async fn a_stateful_replacement_three_hops_deep_is_refused_before_any_change() {
     assert!(!queue_exists(&format!("{token}-s-a-q1")).await);
     let (code, stdout, stderr) = diff_with(&app, &["PropagateStateful"]);
     assert_eq!(code, 0, "a phantom change:\n{stdout}\n{stderr}");
+/// A NoEcho value under a create-only property AWS reports exactly (an IAM role's Path): the
+/// create reads it back once and records the position in `noEchoExactEchoLeaves`, so a new
+/// value behind the same template replaces the role instead of only warning.
+#[tokio::test]
+async fn a_no_echo_create_only_value_aws_reports_exactly_is_replaced_when_it_changes() {
+    let app = App::new("cdkd-exact-echo");
+    let stack = format!("Exact{}", unique_name("echo").replace('-', "x"));
+    let template = json!({
+        "Parameters": {"TeamPath": {"Type": "String", "NoEcho": true}},
+        "Resources": {
+            "Role": {"Type": "AWS::IAM::Role", "Properties": {
+                "Path": {"Ref": "TeamPath"},
+                "AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": [{
+                    "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"},
+                    "Action": "sts:AssumeRole"}]}}}
+        }
+    });
+    app.write_stacks(&[(&stack, &template, &[])]);
+    let first = format!("/{}/", unique_name("teamone"));
+    let (code, _, stderr) = app.deploy(&["--parameters", &format!("TeamPath={first}")]);
+    assert_eq!(code, 0, "{stderr}");
+    let record = app.record(&stack);
+    let role = &record["resources"]["Role"];
+    assert_eq!(role["properties"]["Path"], json!("***"));
+    assert_eq!(role["noEchoLeaves"], json!([["Path"]]));
+    assert_eq!(role["noEchoExactEchoLeaves"], json!([["Path"]]));
+    let old_id = role["physicalId"].clone();
+
+    // The same value: nothing to do.
+    let (code, _, stderr) = app.deploy(&["--parameters", &format!("TeamPath={first}")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.to_lowercase().contains("no changes"), "{stderr}");
+
+    // A new value: read back, found different, replaced.
+    let second = format!("/{}/", unique_name("teamtwo"));
+    let (code, stdout, stderr) = app.deploy(&["--parameters", &format!("TeamPath={second}")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains(&second) && !stderr.contains(&second));
+    let record = app.record(&stack);
+    let role = &record["resources"]["Role"];
+    assert_ne!(role["physicalId"], old_id, "replaced: {stderr}");
+    assert_eq!(role["properties"]["Path"], json!("***"));
+    let iam = aws_sdk_iam::Client::new(&sdk_config().await);
+    let name = role["physicalId"].as_str().expect("role name");
+    let got = iam.get_role().role_name(name).send().await.expect("GetRole");
+    assert_eq!(got.role.map(|r| r.path).unwrap_or_default(), second);
+    for (key, body) in app.every_object_version().await {
+        assert!(!body.contains(&first) && !body.contains(&second), "{key}");
+    }
 }

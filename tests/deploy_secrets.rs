@@ -7,6 +7,7 @@ mod support;
 
 use serde_json::{json, Value};
 use support::app::App;
+use support::handler::{play, success};
 use support::{sdk_config, unique_name};
 
 const REGION: &str = "us-east-1";
@@ -471,4 +472,326 @@ async fn a_literal_equal_to_a_short_secret_diffs_clean_after_the_deploy() {
         Some(0),
         "the app diffs clean after the second deploy:\n{text}"
     );
+}
+
+/// A producer exporting a secret reference to a secret it creates itself (so nothing could
+/// read the secret before the deploy): the output and its export are stored as the
+/// unresolved expression, never skipped, and a consumer importing it deploys in the same run
+/// with the plaintext in AWS and the expression in its own record.
+#[tokio::test]
+async fn an_exported_secret_reference_is_stored_as_its_expression_and_imported() {
+    let ssm = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let app = App::new("cdkd-secrets");
+    let producer = stack_name("secprod");
+    let consumer = stack_name("seccons");
+    let plain = format!("pw-{}", unique_name("exported"));
+    let secret_name = unique_name("exported-secret");
+    let export = format!("{producer}-password");
+    let param_name = format!("/cdkd-test/{}/copy", unique_name("secexp"));
+    let producer_template = json!({
+        "Resources": {
+            "Secret": {
+                "Type": "AWS::SecretsManager::Secret",
+                "Properties": {
+                    "Name": secret_name,
+                    "SecretString": json!({"password": plain}).to_string()
+                }
+            }
+        },
+        "Outputs": {
+            "Password": {
+                "Value": {"Fn::Join": ["", [
+                    "{{resolve:secretsmanager:", {"Ref": "Secret"}, ":SecretString:password}}"
+                ]]},
+                "Export": {"Name": export}
+            }
+        }
+    });
+    let consumer_template = json!({
+        "Resources": {
+            "Copy": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {
+                    "Name": param_name, "Type": "String",
+                    "Value": {"Fn::ImportValue": export}
+                }
+            }
+        }
+    });
+    app.write_stacks(&[
+        (&producer, &producer_template, &[]),
+        (&consumer, &consumer_template, &[producer.as_str()]),
+    ]);
+    let (code, stdout, stderr) = app.deploy(&["--all", "--no-cfn-fallback"]);
+    assert_eq!(code, 0, "deploy failed:\n{stderr}");
+    assert!(!stderr.contains("skipped"), "no output is skipped:\n{stderr}");
+    assert!(!stdout.contains(&plain) && !stderr.contains(&plain));
+
+    let record = app.record(&producer);
+    let stored = record["outputs"]["Password"].as_str().unwrap_or_default();
+    assert!(
+        stored.starts_with("{{resolve:secretsmanager:") && stored.ends_with(":SecretString:password}}"),
+        "the output holds the expression: {record}"
+    );
+    assert_eq!(record["outputs"][&export], json!(stored), "the export too");
+    assert_eq!(record["exportNames"], json!([export]));
+    assert!(record.get("skippedOutputs").is_none(), "{record}");
+
+    // The consumer got the plaintext in AWS and stores the expression.
+    let value = ssm
+        .get_parameter()
+        .name(&param_name)
+        .send()
+        .await
+        .expect("consumer parameter")
+        .parameter
+        .and_then(|p| p.value)
+        .unwrap_or_default();
+    assert_eq!(value, plain);
+    let consumer_record = app.record(&consumer);
+    assert_eq!(
+        consumer_record["resources"]["Copy"]["properties"]["Value"],
+        json!(stored)
+    );
+    let objects = app.every_object_version().await;
+    let index = objects
+        .iter()
+        .filter(|(k, _)| k.contains("_index"))
+        .map(|(_, b)| b.as_str())
+        .collect::<Vec<_>>();
+    assert!(
+        index.iter().any(|b| b.contains(&export) && b.contains("{{resolve:secretsmanager:")),
+        "the exports index holds the expression: {index:?}"
+    );
+    for (key, body) in &objects {
+        assert!(!body.contains(&plain), "plaintext in {key}");
+    }
+
+    // A redeploy of both changes nothing.
+    let (code, _, stderr) = app.deploy(&["--all", "--no-cfn-fallback"]);
+    assert_eq!(code, 0, "redeploy failed:\n{stderr}");
+    assert!(!stderr.contains(&plain));
+}
+
+const TRUST: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+
+/// A stack whose custom resource `Minter` answers NoEcho, read by two SSM parameters (whole
+/// and embedded) and an output; `nonce` is a property of the custom resource, `tier` of the
+/// whole-value reader.
+fn minter_stack(function: &str, base: &str, nonce: u32, description: &str) -> Value {
+    json!({
+        "Resources": {
+            "Role": {"Type": "AWS::IAM::Role", "Properties": {
+                "AssumeRolePolicyDocument": serde_json::from_str::<Value>(TRUST).expect("trust")}},
+            "Handler": {"Type": "AWS::Lambda::Function", "Properties": {
+                "FunctionName": function, "Runtime": "python3.12", "Handler": "index.handler",
+                "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+                "Code": {"ZipFile": "def handler(event, context):\n    pass\n"}}},
+            "Minter": {"Type": "Custom::Minter", "Properties": {
+                "ServiceToken": {"Fn::GetAtt": ["Handler", "Arn"]}, "Nonce": nonce}},
+            "Copy": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": format!("{base}/copy"), "Type": "String", "Description": description,
+                "Value": {"Fn::GetAtt": ["Minter", "Token"]}}},
+            "Embedded": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": format!("{base}/embedded"), "Type": "String",
+                "Value": {"Fn::Sub": "pw=${Minter.Token}"}}}
+        },
+        "Outputs": {"TokenOut": {"Value": {"Fn::GetAtt": ["Minter", "Token"]}}}
+    })
+}
+
+/// A NoEcho custom resource's Data reaches its readers unmasked in AWS in the same run and is
+/// `***` in state (its own attributes, named in `noEchoAttributeNames`, the readers'
+/// properties and the outputs); a later deploy that would have to send the masked value
+/// refuses; forcing the handler to run again sends the new value to every reader.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_no_echo_custom_resource_value_reaches_its_readers_and_never_state() {
+    let ssm = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let app = App::new("cdkd-cr-noecho");
+    let stack = stack_name("crnoecho");
+    let function = unique_name("cr-noecho");
+    let base = format!("/cdkd-test/{}", unique_name("crne"));
+    let first = format!("Tok1{}", unique_name("m").replace('-', ""));
+    let second = format!("Tok2{}", unique_name("m").replace('-', ""));
+    let value = |name: String| {
+        let ssm = ssm.clone();
+        async move {
+            ssm.get_parameter()
+                .name(name)
+                .send()
+                .await
+                .expect("parameter")
+                .parameter
+                .and_then(|p| p.value)
+                .unwrap_or_default()
+        }
+    };
+    let answer = |token: String| {
+        move |e: &Value| {
+            let mut r = success(e, "minted-1", json!({"Token": token}));
+            r["NoEcho"] = json!(true);
+            Some(r)
+        }
+    };
+    let deploy = |template: Value| {
+        app.write_stacks(&[(&stack, &template, &[])]);
+        app.deploy_env(&["--json"], &[("CDKD_CUSTOM_RESOURCE_TIMEOUT", "30")])
+    };
+
+    // Create: the readers get the real value.
+    let handler = play(&function, 0, answer(first.clone()));
+    let (code, stdout, stderr) = deploy(minter_stack(&function, &base, 1, "d1"));
+    handler.join().expect("handler");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(value(format!("{base}/copy")).await, first);
+    assert_eq!(value(format!("{base}/embedded")).await, format!("pw={first}"));
+    let record = app.record(&stack);
+    let res = &record["resources"];
+    assert_eq!(res["Minter"]["attributes"]["Token"], json!("***"));
+    assert_eq!(res["Minter"]["noEchoAttributeNames"], json!(["Token"]));
+    assert_eq!(res["Copy"]["properties"]["Value"], json!("***"));
+    assert_eq!(res["Embedded"]["properties"]["Value"], json!("***"));
+    assert_eq!(record["outputs"]["TokenOut"], json!("***"));
+    assert!(!stdout.contains(&first) && !stderr.contains(&first));
+
+    // Unchanged: nothing to send, nothing refused.
+    let (code, _, stderr) = deploy(minter_stack(&function, &base, 1, "d1"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.to_lowercase().contains("no changes"), "{stderr}");
+
+    // A reader that must be written while the handler does not run: refused, AWS untouched.
+    let (code, _, stderr) = deploy(minter_stack(&function, &base, 1, "d2"));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("Copy reads Minter.Token")
+            && stderr.contains("which Minter declared NoEcho")
+            && stderr.contains("change one of Minter's properties"),
+        "{stderr}"
+    );
+    assert_eq!(value(format!("{base}/copy")).await, first);
+
+    // The handler runs again (a new nonce): both readers get the new value.
+    let handler = play(&function, 1, answer(second.clone()));
+    let (code, stdout, stderr) = deploy(minter_stack(&function, &base, 2, "d2"));
+    let envelope = handler.join().expect("handler");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(envelope["RequestType"], "Update");
+    assert_eq!(value(format!("{base}/copy")).await, second);
+    assert_eq!(value(format!("{base}/embedded")).await, format!("pw={second}"));
+    assert!(!stdout.contains(&second) && !stderr.contains(&second));
+    let record = app.record(&stack);
+    assert_eq!(record["resources"]["Copy"]["properties"]["Value"], json!("***"));
+    assert_eq!(record["resources"]["Copy"]["properties"]["Description"], json!("d2"));
+
+    for (key, body) in app.every_object_version().await {
+        for p in [&first, &second] {
+            assert!(!body.contains(p.as_str()), "{key} holds the handler's NoEcho value");
+        }
+    }
+}
+
+/// A nested child fed a NoEcho parameter and a secret reference by its parent: AWS gets the
+/// values, the child's record stores `***` (with its `noEchoLeaves`) and the expression by
+/// position, whatever the child template declares, and no object version holds either.
+#[tokio::test]
+async fn a_nested_child_fed_secrets_by_its_parent_stores_no_plaintext() {
+    let app = App::new("cdkd-nested-secret");
+    let parent = stack_name("nestsec");
+    let base = format!("/cdkd-test/{}", unique_name("nestsec"));
+    let secret_name = unique_name("nested-secret");
+    let secret_plain = "N3stedS3cretValue";
+    let no_echo_plain = "N3stedN0Ech0";
+    let config = sdk_config().await;
+    aws_sdk_secretsmanager::Client::new(&config)
+        .create_secret()
+        .name(&secret_name)
+        .secret_string(secret_plain)
+        .send()
+        .await
+        .expect("create secret");
+    let secret_ref = format!("{{{{resolve:secretsmanager:{secret_name}:SecretString}}}}");
+    let child = json!({
+        "Parameters": {"Pass": {"Type": "String"}, "Secret": {"Type": "String"}},
+        "Resources": {
+            "FromPass": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": format!("{base}/from-pass"), "Type": "String",
+                "Value": {"Ref": "Pass"}}},
+            "FromSecret": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": format!("{base}/from-secret"), "Type": "String",
+                "Value": {"Fn::Sub": "s=${Secret}"}}}
+        },
+        "Outputs": {"PassOut": {"Value": {"Ref": "Pass"}}}
+    });
+    std::fs::write(
+        app.dir.path().join("Child.nested.template.json"),
+        child.to_string(),
+    )
+    .expect("child template");
+    let template = json!({
+        "Parameters": {"DbPass": {"Type": "String", "NoEcho": true}},
+        "Resources": {
+            "Child": {
+                "Type": "AWS::CloudFormation::Stack",
+                "Metadata": {"aws:asset:path": "Child.nested.template.json"},
+                "Properties": {
+                    "TemplateURL": "https://example.invalid/child.json",
+                    "Parameters": {"Pass": {"Ref": "DbPass"}, "Secret": secret_ref}
+                }
+            },
+            "FromChild": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": format!("{base}/from-child"), "Type": "String",
+                "Value": {"Fn::GetAtt": ["Child", "Outputs.PassOut"]}}}
+        }
+    });
+    app.write_stacks(&[(&parent, &template, &[])]);
+    let overrides = format!("DbPass={no_echo_plain}");
+    let (code, stdout, stderr) = app.deploy(&["--parameters", &overrides]);
+    assert_eq!(code, 0, "deploy failed:\n{stderr}");
+
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    for (name, want) in [
+        ("from-pass", no_echo_plain.to_owned()),
+        ("from-secret", format!("s={secret_plain}")),
+        ("from-child", no_echo_plain.to_owned()),
+    ] {
+        let got = ssm
+            .get_parameter()
+            .name(format!("{base}/{name}"))
+            .send()
+            .await
+            .expect("parameter")
+            .parameter
+            .and_then(|p| p.value)
+            .unwrap_or_default();
+        assert_eq!(got, want, "{name}");
+    }
+    let record = app.record(&format!("{parent}~Child"));
+    let res = &record["resources"];
+    assert_eq!(res["FromPass"]["properties"]["Value"], json!("***"));
+    assert_eq!(res["FromPass"]["noEchoLeaves"], json!([["Value"]]));
+    assert_eq!(
+        res["FromSecret"]["properties"]["Value"],
+        json!(format!("s={secret_ref}"))
+    );
+    assert_eq!(record["outputs"]["PassOut"], json!("***"));
+    // The parent read the child's masked output in the clear, and stores it masked.
+    let parent_record = app.record(&parent);
+    let row = &parent_record["resources"]["Child"];
+    assert_eq!(row["attributes"]["Outputs.PassOut"], json!("***"));
+    assert_eq!(row["noEchoAttributeNames"], json!(["Outputs.PassOut"]));
+    assert_eq!(
+        parent_record["resources"]["FromChild"]["properties"]["Value"],
+        json!("***")
+    );
+    for p in [secret_plain, no_echo_plain] {
+        assert!(!stdout.contains(p) && !stderr.contains(p), "printed: {p}");
+    }
+    for (key, body) in app.every_object_version().await {
+        for p in [secret_plain, no_echo_plain] {
+            assert!(!body.contains(p), "{key} holds a plaintext secret");
+        }
+    }
+    let (code, _, stderr) = app.deploy(&["--parameters", &overrides]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.to_lowercase().contains("no changes"), "{stderr}");
 }

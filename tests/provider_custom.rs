@@ -19,7 +19,7 @@ use cdkd::provider::custom::wait_condition::{WaitConditionHandleProvider, WaitCo
 use cdkd::provider::custom::{unmasked_data, CustomResourceProvider};
 use cdkd::provider::{Provider, ProviderContext, ProviderError, ResourceRequest, UpdateOutcome};
 use serde_json::{json, Map, Value};
-use support::http::http;
+use support::handler::{invocations, play, respond, success};
 
 const TRUST: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
 const PREFIX: &str = "cdkd";
@@ -173,71 +173,6 @@ fn request<'a>(
         properties,
         client_token: None,
     }
-}
-
-/// The invocations the emulator recorded for `function`, oldest first.
-fn invocations(function: &str) -> Vec<Value> {
-    let (status, body) = http(
-        "GET",
-        &format!("/_lambda/invocations?function={function}"),
-        &[],
-        "",
-    );
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str(&body).expect("a JSON array")
-}
-
-/// PUTs `response` to the envelope's ResponseURL, as a handler's cfn-response does.
-fn respond(envelope: &Value, response: &Value) {
-    let url = envelope["ResponseURL"].as_str().expect("ResponseURL");
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL");
-    let rest = url
-        .strip_prefix(endpoint.trim_end_matches('/'))
-        .unwrap_or_else(|| panic!("{url} is not on the emulator {endpoint}"));
-    assert!(rest.contains("X-Amz-Signature="), "a presigned URL: {url}");
-    let body = response.to_string();
-    let (status, text) = http("PUT", rest, &[("Content-Type", "")], &body);
-    assert_eq!(status, 200, "PUT to the ResponseURL: {text}");
-}
-
-/// A cfn-response answering `envelope`.
-fn success(envelope: &Value, physical_id: &str, data: Value) -> Value {
-    json!({
-        "Status": "SUCCESS",
-        "PhysicalResourceId": physical_id,
-        "StackId": envelope["StackId"],
-        "RequestId": envelope["RequestId"],
-        "LogicalResourceId": envelope["LogicalResourceId"],
-        "Data": data,
-    })
-}
-
-/// Plays the handler in a thread: waits for invocation number `index` of `function`, answers
-/// it with `answer` (nothing when it returns `None`) and hands back the envelope.
-fn play(
-    function: &str,
-    index: usize,
-    answer: impl Fn(&Value) -> Option<Value> + Send + 'static,
-) -> std::thread::JoinHandle<Value> {
-    let function = function.to_owned();
-    std::thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let all = invocations(&function);
-            if let Some(inv) = all.get(index) {
-                let envelope = inv["payload"].clone();
-                if let Some(response) = answer(&envelope) {
-                    respond(&envelope, &response);
-                }
-                return envelope;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no invocation {index} of {function}"
-            );
-            std::thread::sleep(Duration::from_millis(30));
-        }
-    })
 }
 
 fn response_key(envelope: &Value) -> String {

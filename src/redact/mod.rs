@@ -13,7 +13,9 @@
 //! before it is written, and [`fold`] reads names as a person sees them, for the export-name
 //! refusal.
 
+pub mod attributes;
 pub mod fold;
+pub mod kept;
 pub mod needles;
 pub mod positions;
 pub mod record;

@@ -9,6 +9,8 @@
 //!   their `{{resolve:...}}` expression, NoEcho positions as `***`) and its `noEchoLeaves`;
 //! - every other string in properties, attributes, observed properties and outputs is searched
 //!   for the run's plaintexts ([`Needles`]); physical ids are never rewritten;
+//! - a custom resource's attributes its handler declared NoEcho are stored as `***` and
+//!   named in `noEchoAttributeNames` ([`NoEchoAttributes`]);
 //! - the cross-stack reads this run recorded are unioned into `imports` / `outputReads`
 //!   (cross-stack-references, "A FAILED consumer deploy used to leave the same hole"): a
 //!   union never drops an entry, and the final success save, which sets the lists to exactly
@@ -19,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
+use super::attributes::NoEchoAttributes;
 use super::needles::Needles;
 use super::positions::{get_at, get_at_mut, short_literals};
 use crate::state::{Lenient, PathSegment, StackState, StateImportEntry, StateOutputReadEntry};
@@ -56,6 +59,10 @@ struct Inner {
     reads: Option<Arc<dyn RecordedReads>>,
     /// Per resource, the short literals its template spells ([`short_literals`]).
     literals: HashMap<String, Vec<(Vec<PathSegment>, String)>>,
+    /// The attributes custom resources declared NoEcho.
+    attributes: NoEchoAttributes,
+    /// Per resource created in this run, the NoEcho positions AWS reported exactly.
+    exact_echo: HashMap<String, Vec<Vec<String>>>,
 }
 
 /// What one stack's deploy must keep out of its record, and the reads it must add to it.
@@ -105,6 +112,48 @@ impl RecordRedactor {
         }
     }
 
+    /// Starts from the NoEcho attributes `state` (the record the deploy loaded) names.
+    pub fn seed_attributes(&self, state: &StackState) {
+        self.lock().attributes = NoEchoAttributes::from_state(state);
+    }
+
+    /// Custom resource `logical_id`'s handler answered in this run: `data` is its real Data
+    /// when the answer was NoEcho (its string values become plaintexts to search for), `None`
+    /// when it was not.
+    pub fn custom_answered(&self, logical_id: &str, data: Option<&Map<String, Value>>) {
+        let mut inner = self.lock();
+        inner.attributes.answered(logical_id, data);
+        if let Some(data) = data {
+            let mut needles = Needles::default();
+            for v in data.values().filter(|v| v.is_string()) {
+                needles.add_no_echo(v);
+            }
+            inner.needles.merge(&needles);
+        }
+    }
+
+    /// Records `noEchoExactEchoLeaves` for `logical_id` (created in this run).
+    pub fn record_exact_echo(&self, logical_id: &str, leaves: Vec<Vec<String>>) {
+        self.lock().exact_echo.insert(logical_id.to_owned(), leaves);
+    }
+
+    /// `logical_id` (a nested-stack row) produced its attributes in this run, `names` of them
+    /// NoEcho; `plaintexts` are the values this run holds for them.
+    pub fn declare_no_echo(&self, logical_id: &str, names: Vec<String>, plaintexts: &[Value]) {
+        let mut inner = self.lock();
+        inner.attributes.declared(logical_id, names);
+        let mut needles = Needles::default();
+        for v in plaintexts {
+            needles.add_no_echo(v);
+        }
+        inner.needles.merge(&needles);
+    }
+
+    /// A copy of what is known of NoEcho attributes.
+    pub fn no_echo_attributes(&self) -> NoEchoAttributes {
+        self.lock().attributes.clone()
+    }
+
     /// `text` with every known plaintext masked (for the terminal).
     pub fn mask_text(&self, text: &str) -> String {
         self.lock().needles.mask_text(text)
@@ -119,6 +168,9 @@ impl RecordRedactor {
         }
         let needles = &inner.needles;
         for (id, rec) in out.resources.iter_mut() {
+            if let Some(exact) = inner.exact_echo.get(id) {
+                rec.no_echo_exact_echo_leaves = Some(exact.clone());
+            }
             if let Some(sp) = inner.resources.get(id) {
                 if rec.properties == sp.sent {
                     rec.properties = sp.stored.clone();
@@ -142,6 +194,7 @@ impl RecordRedactor {
         if let Some(outputs) = out.outputs.as_mut() {
             redact_map(needles, outputs);
         }
+        inner.attributes.apply(&mut out);
         out
     }
 }

@@ -7,6 +7,7 @@
 #![allow(dead_code)] // each test file uses a different subset
 
 pub mod app;
+pub mod handler;
 pub mod http;
 
 use std::sync::atomic::{AtomicU64, Ordering};

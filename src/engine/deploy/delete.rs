@@ -100,6 +100,24 @@ async fn delete_one(run: &Run, id: &str, doomed: &Doomed) -> Result<Done, (Done,
     }
 }
 
+/// Why the delete of `rec` cannot be sent from its record: a custom resource whose recorded
+/// properties hold `***` (a NoEcho value filled them; the handler would receive the mask).
+/// The delete is skipped and the record kept (state-schema, "What else changes").
+pub(crate) fn masked_delete(id: &str, rec: &ResourceState) -> Option<String> {
+    let custom = crate::provider::custom::is_custom_type(&rec.resource_type);
+    let masked = crate::resolve::external::holds_mask(&serde_json::Value::Object(
+        rec.properties.clone(),
+    ));
+    (custom && masked).then(|| {
+        format!(
+            "{id}: its Delete is not sent: the record holds '***' where a NoEcho value filled \
+             its properties, and its handler would receive '***' instead of the value; the \
+             record is kept. Delete what its handler manages by hand, then drop the record \
+             with cdkd state orphan"
+        )
+    })
+}
+
 /// The CDK's bucket-emptying custom resource (`autoDeleteObjects: true`).
 pub(crate) const AUTO_DELETE_OBJECTS_TYPE: &str = "Custom::S3AutoDeleteObjects";
 
@@ -125,6 +143,9 @@ pub(crate) async fn delete_recorded(
     let Some(physical_id) = rec.physical_id.as_deref() else {
         return (route, Ok(()));
     };
+    if let Some(why) = masked_delete(id, rec) {
+        return (route, Err(why));
+    }
     if rec.resource_type == AUTO_DELETE_OBJECTS_TYPE {
         // The CDK's autoDeleteObjects handler would empty the bucket; cdkd's bucket delete
         // does that itself for an opted-in bucket, so the handler is not invoked (an

@@ -49,11 +49,13 @@ pub async fn dry_run(
         target.template_file,
         ctx,
         &options.parameters,
+        &options.secret_parameters,
         env.external.clone(),
     )?;
     let template = &prepared.resolution.template;
     let completed =
         super::unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;
+    prepared.resolution.redactor.seed_attributes(&completed.state);
     let plan = plan::plan(
         &prepared,
         &completed.state,

@@ -131,11 +131,28 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
         }
     };
 
+    let attributes = run.resolution.redactor.no_echo_attributes();
+    let decision = match decision {
+        // Two masks say nothing about the values under them: a reader of a NoEcho value the
+        // handler returned again in this run is sent it.
+        Decision::Unchanged if record.is_some() && attributes.reads_answered(&res.properties) => {
+            Decision::Update
+        }
+        other => other,
+    };
+    if !matches!(decision, Decision::Unchanged) {
+        if let Some((target, attribute)) = attributes.masked_reads(&res.properties).first() {
+            return fail(done, masked_read_refusal(&id, target, attribute));
+        }
+    }
+
     run.resolution.remember(&id, &secured);
+    let fresh = matches!(decision, Decision::Create | Decision::Replace(_));
     let outcome = match (decision, record) {
         (Decision::Unchanged, _) => return Ok(done.with(Action::Unchanged, started)),
         (_, old) if super::nested::is_nested(&resource_type) => {
-            super::nested::provision(&run, &id, &res, &planned, desired, old).await
+            super::nested::provision(&run, &id, &res, &planned, desired, &secured.stored, old)
+                .await
         }
         (Decision::Create, _) => create(&run, &id, &res, &planned, desired, None)
             .await
@@ -147,7 +164,16 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
         (_, None) => Err("internal: no record to update".to_owned()),
     };
     match outcome {
-        Ok(action) => Ok(done.with(action, started)),
+        Ok(action) => {
+            let created = matches!(
+                action,
+                Action::Created | Action::Replaced | Action::ReplacedRetained
+            );
+            if fresh && created {
+                super::noecho::record_exact_echo(&run, &id, &resource_type, &secured).await;
+            }
+            Ok(done.with(action, started))
+        }
         Err(message) => {
             let message = run.resolution.redactor.mask_text(&message);
             run.oplog
@@ -155,6 +181,33 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
             fail(done, message)
         }
     }
+}
+
+/// The refusal of a write that would send `***`: `id` reads `target`'s NoEcho attribute, whose
+/// value state holds only masked and which `target` did not produce again in this deploy.
+fn masked_read_refusal(id: &str, target: &str, attribute: &str) -> String {
+    format!(
+        "{id} reads {target}.{attribute}, which {target} declared NoEcho: state holds only \
+         '***' for it and {target} did not produce it again in this deploy, so {id} is refused \
+         rather than sending '***' to AWS; change {target} in the same deploy (for a custom \
+         resource, change one of {target}'s properties, a nonce or version property is the \
+         usual way, so its handler runs again)"
+    )
+}
+
+/// A custom resource's attributes as the rest of this run reads them: the real Data of a
+/// NoEcho answer (state stores `***`; see `redact::attributes`).
+fn custom_attributes(run: &Run, id: &str, resource_type: &str, attributes: &mut Map<String, Value>) {
+    if !crate::provider::custom::is_custom_type(resource_type) {
+        return;
+    }
+    let data = crate::provider::custom::unmasked_data(&run.stack, id);
+    if let Some(data) = &data {
+        for (k, v) in data {
+            attributes.insert(k.clone(), v.clone());
+        }
+    }
+    run.resolution.redactor.custom_answered(id, data.as_ref());
 }
 
 /// The resolved properties of `id` against the records of `targets` as they are now. A
@@ -339,13 +392,15 @@ async fn create_replacing(
                 });
             }
         };
+    let mut attributes = made.attributes;
+    custom_attributes(run, id, &res.type_, &mut attributes);
     let rec = new_record(
         res,
         planned.route,
         &planned.dependencies,
         made.physical_id,
         desired,
-        made.attributes,
+        attributes,
     );
     if let Some(old) = old {
         run.replaced
@@ -391,6 +446,7 @@ async fn update(
             let plain = |v: &Value| needles.redact_value(v) == *v;
             let mut attributes = moved_attributes_dropped(&res.type_, &old, &desired, &plain);
             attributes.extend(made.attributes);
+            custom_attributes(run, id, &res.type_, &mut attributes);
             rec.attributes = Some(attributes);
             rec.properties = desired;
             rec.observed_properties = None;

@@ -17,9 +17,10 @@ use crate::redact::{
     StoredProperties,
 };
 use crate::resolve::dynamic::{DynamicLookup, DynamicReference};
+use crate::redact::positions::get_at_mut;
 use crate::resolve::{
-    BoundParameters, ConditionVerdicts, ExternalLookup, PrefetchedLookup, ResolveContext,
-    ResolveError, ResolvedOutput, Resolver, ResourceLookup, SecretsMap,
+    BoundParameters, ConditionVerdicts, ExternalLookup, ParameterValue, PrefetchedLookup,
+    ResolveContext, ResolveError, ResolvedOutput, Resolver, ResourceLookup, SecretsMap,
 };
 use crate::state::{
     Lenient, PathSegment, ProvisionedBy, ResourceState, StackState, StateImportEntry,
@@ -138,8 +139,12 @@ pub(super) struct Resolution {
     /// The deploy's prefetched view of the outside world: dynamic references are
     /// substituted through it. `None` leaves them as written (nothing fetched).
     pub prefetched: Option<Arc<PrefetchedLookup>>,
-    /// The template's NoEcho parameter names.
+    /// The template's NoEcho parameter names (a nested child's: with those its parent
+    /// filled from a NoEcho source).
     pub no_echo: HashSet<String>,
+    /// A nested child's parameters its parent filled from a secret reference, with the
+    /// expression stored wherever the template places their value.
+    pub secret_parameters: Vec<(String, String)>,
     /// What the state writes must keep out of the record (shared with the state book).
     pub redactor: Arc<RecordRedactor>,
 }
@@ -306,6 +311,12 @@ impl Resolution {
             None => Vec::new(),
         };
         mask_leaves(&mut stored, &no_echo_leaves);
+        if let Some(res) = self.template.resources.get(logical_id) {
+            // A position filled from a custom resource's NoEcho attribute: `***`, whole.
+            let read = self.redactor.no_echo_attributes().leaves(&res.properties, &sent);
+            mask_leaves(&mut stored, &read);
+            self.store_secret_parameters(&res.properties, &sent, &mut stored);
+        }
         let stored = match stored {
             Value::Object(m) => m,
             _ => Map::new(),
@@ -315,6 +326,36 @@ impl Resolution {
             stored,
             no_echo_leaves,
         })
+    }
+
+    /// Each position `template` fills from a parameter the parent filled from a secret
+    /// reference stores that reference's expression in place of the plaintext.
+    fn store_secret_parameters(
+        &self,
+        template: &Map<String, Value>,
+        sent: &Map<String, Value>,
+        stored: &mut Value,
+    ) {
+        for (name, expression) in &self.secret_parameters {
+            let Some(ParameterValue::Resolved(Value::String(plain))) = self.params.get(name) else {
+                continue;
+            };
+            if plain.is_empty() {
+                continue;
+            }
+            let one: HashSet<String> = [name.clone()].into();
+            let scope = NoEchoScope {
+                params: &one,
+                verdicts: &self.verdicts,
+            };
+            for leaf in scope.property_leaves(template, sent) {
+                if let Some(Value::String(s)) = get_at_mut(stored, &leaf) {
+                    if s.contains(plain.as_str()) {
+                        *s = s.replace(plain.as_str(), expression);
+                    }
+                }
+            }
+        }
     }
 
     /// [`Self::secure`] after fetching any dynamic reference the prefetch could not see

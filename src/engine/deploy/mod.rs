@@ -133,6 +133,10 @@ pub struct DeployOptions {
     pub strict_getatt: bool,
     /// `--skip-final-snapshot`: deletes under a `Snapshot` policy take no final snapshot.
     pub skip_final_snapshot: bool,
+    /// A nested child's parameters its parent filled from a secret: the name, and `None`
+    /// for a NoEcho source (treated as a NoEcho parameter) or the `{{resolve:...}}`
+    /// expression the parent's row stores (stored in its place, by position).
+    pub secret_parameters: Vec<(String, Option<String>)>,
 }
 
 /// The stack to deploy.
@@ -244,6 +248,7 @@ async fn deploy_locked(
                 target.template_file,
                 ctx,
                 &options.parameters,
+                &options.secret_parameters,
                 reader.clone(),
                 &state,
                 &env.registry,
@@ -255,6 +260,7 @@ async fn deploy_locked(
             target.template_file,
             ctx,
             &options.parameters,
+            &options.secret_parameters,
             env.external.clone(),
         )?,
     };
@@ -262,6 +268,7 @@ async fn deploy_locked(
     let template = &prepared.resolution.template;
     let completed =
         unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;
+    prepared.resolution.redactor.seed_attributes(&completed.state);
     let mut plan = plan::plan(
         &prepared,
         &completed.state,
@@ -399,6 +406,11 @@ async fn deploy_locked(
         let current = run.book.state().await;
         for id in &plan.removed {
             if let Some(record) = current.resources.get(id) {
+                if let Some(why) = delete::masked_delete(id, record) {
+                    ui::warn(format!("{stack}: {why}"));
+                    report.unaddressed.push((id.clone(), why));
+                    continue;
+                }
                 let record = record.clone();
                 doomed.insert(
                     id.clone(),
@@ -429,6 +441,14 @@ async fn deploy_locked(
         .into_iter()
         .filter(|_| deploy_ok && parent.is_none())
     {
+        if let Some(why) = delete::masked_delete(&id, &record) {
+            ui::warn(format!(
+                "{stack}: the old {} of {id} is no longer tracked and is left in AWS: {why}",
+                record.resource_type
+            ));
+            report.unaddressed.push((id.clone(), why));
+            continue;
+        }
         let readers_failed = prepared
             .graph
             .transitive_dependents_of(&id)

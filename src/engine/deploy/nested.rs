@@ -114,6 +114,7 @@ pub(super) async fn provision(
     res: &Resource,
     planned: &Planned,
     desired: Map<String, Value>,
+    stored: &Map<String, Value>,
     old: Option<ResourceState>,
 ) -> Result<Action, String> {
     let scope = &run.nested;
@@ -127,6 +128,7 @@ pub(super) async fn provision(
     };
     let mut options = scope.options.clone();
     options.parameters = parameters;
+    options.secret_parameters = secret_parameters(&desired, stored);
     // The parent's approval covers its children: no second prompt in the middle of the walk.
     options.approval = None;
     crate::ui::info(format!("  {id}: deploying nested stack {child}"));
@@ -146,7 +148,8 @@ pub(super) async fn provision(
     }
 
     let physical_id = row_physical_id(&run.region, &run.account_id, &run.stack, id);
-    let attributes = output_attributes(&report.outputs);
+    let mut attributes = output_attributes(&report.outputs);
+    bridge_masked_outputs(run, id, &child, &mut attributes);
     let previous = old.clone();
     let (record, action) = match old {
         Some(old) if old.resource_type == res.type_ => {
@@ -521,6 +524,62 @@ pub(super) fn child_parameters(
         .collect()
 }
 
+/// The row's parameters whose stored form differs from what is sent: a secret the child must
+/// keep out of its record too. A stored value holding `***` came from a NoEcho source (a
+/// NoEcho parameter, an attribute declared NoEcho); any other is the `{{resolve:...}}`
+/// expression of a secret reference, which the child stores in the value's place.
+pub(super) fn secret_parameters(
+    sent: &Map<String, Value>,
+    stored: &Map<String, Value>,
+) -> Vec<(String, Option<String>)> {
+    let (Some(Value::Object(sent)), Some(Value::Object(stored))) =
+        (sent.get("Parameters"), stored.get("Parameters"))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, value) in sent {
+        let Some(kept) = stored.get(key) else {
+            continue;
+        };
+        if kept == value {
+            continue;
+        }
+        let expression = match kept {
+            Value::String(s) if !crate::resolve::external::holds_mask(kept) => Some(s.clone()),
+            _ => None,
+        };
+        out.push((key.clone(), expression));
+    }
+    out.sort();
+    out
+}
+
+/// The row's `Outputs.<Name>` attributes as the rest of this run reads them: an output the
+/// child stores masked (a NoEcho value) is bridged from the plaintext the child's deploy kept
+/// in memory, and declared NoEcho on the row, so the parent stores `***` for it too and a later
+/// run that would have to send it refuses.
+fn bridge_masked_outputs(run: &Run, id: &str, child: &str, attributes: &mut Map<String, Value>) {
+    let reader = run.nested.env.reader.as_ref();
+    let mut names = Vec::new();
+    let mut plaintexts = Vec::new();
+    for (key, value) in attributes.iter_mut() {
+        if !crate::resolve::external::holds_mask(value) {
+            continue;
+        }
+        names.push(key.clone());
+        let output = key.strip_prefix("Outputs.").unwrap_or(key);
+        let plain = reader.and_then(|r| r.run_output(child, &run.region, output));
+        if let Some(plain) = plain.filter(|p| !crate::resolve::external::holds_mask(p)) {
+            plaintexts.push(plain.clone());
+            *value = plain;
+        }
+    }
+    run.resolution
+        .redactor
+        .declare_no_echo(id, names, &plaintexts);
+}
+
 /// `Outputs.<Name>` attributes from the child's outputs.
 fn output_attributes(outputs: &Map<String, Value>) -> Map<String, Value> {
     outputs
@@ -559,6 +618,26 @@ mod tests {
         assert_eq!(
             row_physical_id("us-east-1", "123456789012", "Parent", "Child"),
             "arn:cdkd-local:us-east-1:123456789012:nested-stack/Parent/Child"
+        );
+    }
+
+    #[test]
+    fn parameters_stored_differently_from_what_is_sent_are_secret() {
+        let sent = json!({"Parameters": {"A": "plain", "P": "pw", "S": "x-s3cr3t", "L": ["a"]}});
+        let stored = json!({"Parameters": {
+            "A": "plain", "P": "***", "S": "x-{{resolve:ssm-secure:/s}}", "L": ["***"]
+        }});
+        let got = secret_parameters(
+            sent.as_object().unwrap(),
+            stored.as_object().unwrap(),
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("L".to_owned(), None),
+                ("P".to_owned(), None),
+                ("S".to_owned(), Some("x-{{resolve:ssm-secure:/s}}".to_owned())),
+            ]
         );
     }
 

@@ -6,9 +6,10 @@
 //! therefore read back from AWS, and each masked position compared with the value this deploy
 //! would send: a difference makes it an update, shown and recorded with `***` on both sides. A
 //! readback that cannot report the property (or fails) leaves it unchanged: there is nothing
-//! to compare with. A create-only property is not replaced on a readback: the provider is not
-//! known to report it exactly (no `noEchoExactEchoLeaves` is recorded yet), so the deploy warns
-//! and names the property instead.
+//! to compare with. A create-only property is replaced on a readback only where the readback
+//! right after its create proved AWS reports it exactly ([`record_exact_echo`], recorded in
+//! `noEchoExactEchoLeaves`); elsewhere the provider is not known to report it exactly, so the
+//! deploy warns and names the property instead.
 
 use serde_json::{Map, Value};
 
@@ -106,6 +107,25 @@ pub(super) async fn recheck(
             let Some(PathSegment::Key(top)) = leaf.first() else {
                 continue;
             };
+            let exact = rec
+                .no_echo_exact_echo_leaves
+                .iter()
+                .flatten()
+                .any(|e| key_path(leaf).as_ref() == Some(e));
+            if create_only(&rec.resource_type, top) && exact {
+                ui::warn(format!(
+                    "{stack}: {id} ({}): the value at its NoEcho position {top} changed since \
+                     the last deploy; {top} cannot change in place, so the resource is replaced",
+                    rec.resource_type
+                ));
+                diffs.push(PropertyDiff {
+                    path: top.clone(),
+                    old: Some(Value::String(MASK.to_owned())),
+                    new: Some(Value::String(MASK.to_owned())),
+                    requires_replacement: true,
+                });
+                continue;
+            }
             if create_only(&rec.resource_type, top) {
                 ui::warn(format!(
                     "{stack}: {id} ({}): the value at its NoEcho position {top} changed since \
@@ -129,8 +149,13 @@ pub(super) async fn recheck(
         }
     }
     for (id, diffs) in moved {
+        let replace = diffs.iter().any(|d| d.requires_replacement);
         let update = |c: &mut ResourceChange| {
-            c.kind = ChangeKind::Update;
+            c.kind = if replace {
+                ChangeKind::Replace
+            } else {
+                ChangeKind::Update
+            };
             c.reasons.push(ChangeReason::PropertiesChanged);
             c.property_diffs.extend(diffs.iter().cloned());
         };
@@ -140,6 +165,73 @@ pub(super) async fn recheck(
         if let Some(c) = plan.changes.changes.iter_mut().find(|c| c.logical_id == id) {
             update(c);
         }
+    }
+}
+
+/// A position as `noEchoExactEchoLeaves` spells it: object keys only (a value inside a list
+/// is never trusted, a provider may reorder it).
+fn key_path(leaf: &[PathSegment]) -> Option<Vec<String>> {
+    leaf.iter()
+        .map(|s| match s {
+            PathSegment::Key(k) => Some(k.clone()),
+            PathSegment::Index(_) => None,
+        })
+        .collect()
+}
+
+/// After a resource is created (or replaced on a create-only change), reads it back once,
+/// handed its masked record, and records in `noEchoExactEchoLeaves` each NoEcho position AWS
+/// reports exactly: a whole string under a create-only property, reached through object keys.
+/// A readback that fails or cannot report the property records nothing.
+pub(super) async fn record_exact_echo(
+    run: &super::execute::Run,
+    id: &str,
+    resource_type: &str,
+    secured: &super::lookup::Secured,
+) {
+    let sent = Value::Object(secured.sent.clone());
+    let eligible: Vec<(&Vec<PathSegment>, Vec<String>)> = secured
+        .no_echo_leaves
+        .iter()
+        .filter_map(|leaf| Some((leaf, key_path(leaf)?)))
+        .filter(|(leaf, keys)| {
+            get_at(&sent, leaf).is_some_and(Value::is_string)
+                && keys.first().is_some_and(|top| create_only(resource_type, top))
+        })
+        .collect();
+    if eligible.is_empty() {
+        return;
+    }
+    let Some(rec) = run.book.record(id).await else {
+        return;
+    };
+    let (Some(physical_id), Some((_, provider))) = (
+        rec.physical_id.as_deref(),
+        record_provider(&run.registry, &rec),
+    ) else {
+        return;
+    };
+    let req = ResourceRequest {
+        logical_id: id,
+        resource_type,
+        properties: &secured.stored,
+        client_token: None,
+    };
+    let ctx = run.provider_context();
+    let live = match provider.read(&ctx, &req, physical_id).await {
+        Ok(Some(live)) => Value::Object(live),
+        _ => return,
+    };
+    let exact: Vec<Vec<String>> = eligible
+        .into_iter()
+        .filter(|(leaf, _)| match (get_at(&live, leaf), get_at(&sent, leaf)) {
+            (Some(Value::String(a)), Some(Value::String(b))) => a == b,
+            _ => false,
+        })
+        .map(|(_, keys)| keys)
+        .collect();
+    if !exact.is_empty() {
+        run.resolution.redactor.record_exact_echo(id, exact);
     }
 }
 

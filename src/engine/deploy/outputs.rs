@@ -3,7 +3,8 @@
 //! an alias key of the same value. `exportNames` lists those aliases: the only keys another
 //! stack's `Fn::ImportValue` may bind to.
 //!
-//! Values are stored as state stores them: a secret dynamic reference as its expression, a
+//! Values are stored as state stores them: a secret dynamic reference as its expression (never
+//! fetched here, so an unreadable secret does not skip the output or its export), a
 //! NoEcho value as `***` (also what the terminal shows). An alias is not published when its
 //! name equals another output's name, or when the name carries a resolved secret or one of
 //! the stack's NoEcho values, also once invisible characters are removed and compatibility
@@ -18,8 +19,9 @@ use sha2::{Digest, Sha256};
 
 use super::lookup::{Resolution, Snapshot};
 use crate::redact::fold::{self, Hit};
+use crate::redact::kept::KeptReferences;
 use crate::redact::{mask_leaves, with_expressions, Needles, MASK, MIN_NEEDLE_LENGTH};
-use crate::resolve::PruneReport;
+use crate::resolve::{PruneReport, SecretsMap};
 use crate::state::{Lenient, StackState};
 use crate::template::Template;
 use crate::ui;
@@ -80,6 +82,7 @@ pub(super) fn resolve_outputs(
     let mut out = Outputs::default();
     let mut aliases: Vec<(String, String)> = Vec::new();
     let redactor = &resolution.redactor;
+    let no_echo_attributes = redactor.no_echo_attributes();
     for (name, output) in &resolution.template.outputs {
         if prune.is_output_skipped(name) {
             continue;
@@ -87,7 +90,7 @@ pub(super) fn resolve_outputs(
         let resolved = resolution.output(snapshot, name).and_then(|r| match r {
             None => Ok(None),
             Some(r) => {
-                let (sent, secrets) = resolution.substitute(&r.value, "")?;
+                let (sent, secrets) = substitute_output(resolution, &r.value)?;
                 Ok(Some((r, sent, secrets)))
             }
         });
@@ -97,6 +100,8 @@ pub(super) fn resolve_outputs(
                 let mut stored = with_expressions(&sent, &secrets);
                 let leaves = resolution.no_echo_scope().leaves(&output.value, &sent);
                 mask_leaves(&mut stored, &leaves);
+                let read = no_echo_attributes.value_leaves(&output.value, &sent);
+                mask_leaves(&mut stored, &read);
                 if let Some(export) = r.export_name {
                     aliases.push((name.clone(), export));
                 }
@@ -159,7 +164,7 @@ pub(super) fn strict_failure(
         }
         let resolved = resolution.output(snapshot, name).and_then(|r| match r {
             None => Ok(()),
-            Some(r) => resolution.substitute(&r.value, "").map(|_| ()),
+            Some(r) => substitute_output(resolution, &r.value).map(|_| ()),
         });
         if let Err(e) = resolved {
             let message = format!(
@@ -170,6 +175,18 @@ pub(super) fn strict_failure(
         }
     }
     None
+}
+
+/// An output's value with its public dynamic references substituted; a secret reference is
+/// kept as written, never fetched ([`KeptReferences`]), so the output and its export store
+/// the expression even when the secret cannot be read.
+fn substitute_output(
+    resolution: &Resolution,
+    value: &Value,
+) -> Result<(Value, SecretsMap), crate::resolve::ResolveError> {
+    let (hidden, kept) = KeptReferences::hide(value);
+    let (sent, secrets) = resolution.substitute(&hidden, "")?;
+    Ok((kept.restore(&sent), secrets))
 }
 
 /// The export name of output `name` with its dynamic references substituted, or `None` (with

@@ -18,8 +18,9 @@ use crate::provider::{is_skipped_type, Registry};
 use crate::redact::{Needles, RecordRedactor};
 use crate::resolve::{
     bind_parameters, prune, ExternalLookup, ExternalReader, NoResources, ParameterOverride,
-    PrefetchedLookup, PruneReport, ResolveContext, Resolver,
+    ParameterValue, PrefetchedLookup, PruneReport, ResolveContext, Resolver,
 };
+use serde_json::Value;
 use crate::state::StackState;
 use crate::template::{parse_template_file, Template};
 use crate::ui;
@@ -41,10 +42,11 @@ pub(super) fn prepare(
     template_file: &Path,
     ctx: ResolveContext,
     overrides: &[ParameterOverride],
+    secret_parameters: &[(String, Option<String>)],
     external: Arc<dyn ExternalLookup + Send + Sync>,
 ) -> Result<Prepared, DeployError> {
     let template = parse_template_file(template_file).map_err(crate::Error::from)?;
-    build(stack, template, ctx, overrides, external, None)
+    build(stack, template, ctx, overrides, secret_parameters, external, None)
 }
 
 /// Prepares a stack for a deploy: fetches what it reads from outside first, through
@@ -54,6 +56,7 @@ pub(super) async fn prepare_prefetched(
     template_file: &Path,
     ctx: ResolveContext,
     overrides: &[ParameterOverride],
+    secret_parameters: &[(String, Option<String>)],
     reader: Arc<ExternalReader>,
     state: &StackState,
     registry: &Registry,
@@ -66,6 +69,7 @@ pub(super) async fn prepare_prefetched(
         template,
         ctx,
         overrides,
+        secret_parameters,
         lookup.clone(),
         Some(lookup.clone()),
     )?;
@@ -86,22 +90,43 @@ fn build(
     mut template: Template,
     ctx: ResolveContext,
     overrides: &[ParameterOverride],
+    secret_parameters: &[(String, Option<String>)],
     external: Arc<dyn ExternalLookup + Send + Sync>,
     prefetched: Option<Arc<PrefetchedLookup>>,
 ) -> Result<Prepared, DeployError> {
-    let params = bind_parameters(&template, overrides, stack, external.as_ref())?;
-    let redactor = Arc::new(RecordRedactor::default());
-    let mut needles = Needles::default();
-    for (_, value) in params.no_echo_values() {
-        needles.add_no_echo(value);
-    }
-    redactor.add_needles(&needles);
-    let no_echo: HashSet<String> = template
+    let mut params = bind_parameters(&template, overrides, stack, external.as_ref())?;
+    // A nested child's parameter its parent filled from a NoEcho source is a NoEcho
+    // parameter whatever the child template declares (state-schema, "What else changes").
+    let mut no_echo: HashSet<String> = template
         .parameters
         .iter()
         .filter(|(_, p)| p.no_echo)
         .map(|(name, _)| name.clone())
         .collect();
+    let mut secret_expressions = Vec::new();
+    let mut needles = Needles::default();
+    for (name, expression) in secret_parameters {
+        let Some(value) = params.get(name).cloned() else {
+            continue;
+        };
+        match expression {
+            None => {
+                params.insert(name.clone(), value, true);
+                no_echo.insert(name.clone());
+            }
+            Some(expression) => {
+                if let ParameterValue::Resolved(Value::String(plain)) = &value {
+                    needles.add_secret(plain, Some(expression.as_str()));
+                    secret_expressions.push((name.clone(), expression.clone()));
+                }
+            }
+        }
+    }
+    let redactor = Arc::new(RecordRedactor::default());
+    for (_, value) in params.no_echo_values() {
+        needles.add_no_echo(value);
+    }
+    redactor.add_needles(&needles);
     let verdicts = {
         let mut resolver = Resolver::new(&template, &ctx, &params, &NoResources, external.as_ref());
         let verdicts = resolver.evaluate_conditions()?;
@@ -134,6 +159,7 @@ fn build(
             external,
             prefetched,
             no_echo,
+            secret_parameters: secret_expressions,
             redactor,
         }),
         prune: report,

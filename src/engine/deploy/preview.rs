@@ -70,7 +70,8 @@ pub(crate) fn preview(
     registry: &Registry,
 ) -> Result<Preview, DeployError> {
     let ctx = ResolveContext::new(stack, region, Some(account_id.to_owned()));
-    let prepared = prepare::prepare(stack, template_file, ctx, overrides, external)?;
+    let prepared = prepare::prepare(stack, template_file, ctx, overrides, &[], external)?;
+    prepared.resolution.redactor.seed_attributes(state);
     let mut refusals = Vec::new();
     let plan = match plan::plan(&prepared, state, registry, false) {
         Ok(plan) => plan,

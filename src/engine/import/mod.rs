@@ -226,6 +226,7 @@ async fn compute_inner(
         target.template_file,
         ctx,
         &options.parameters,
+        &[],
         reader,
         &state,
         &env.registry,
