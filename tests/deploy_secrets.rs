@@ -564,7 +564,13 @@ async fn an_exported_secret_reference_is_stored_as_its_expression_and_imported()
         "the exports index holds the expression: {index:?}"
     );
     for (key, body) in &objects {
-        assert!(!body.contains(&plain), "plaintext in {key}");
+        // The producer's Secret spells the value as a template literal; nowhere else may
+        // hold it.
+        let mut body: Value = serde_json::from_str(body).unwrap_or(json!(body));
+        if let Some(secret) = body.pointer_mut("/resources/Secret/properties") {
+            *secret = json!({});
+        }
+        assert!(!body.to_string().contains(&plain), "plaintext in {key}");
     }
 
     // A redeploy of both changes nothing.
