@@ -397,6 +397,8 @@ async fn a_stateful_replacement_three_hops_deep_is_refused_before_any_change() {
     assert!(!queue_exists(&format!("{token}-s-a-q1")).await);
     let (code, stdout, stderr) = diff_with(&app, &["PropagateStateful"]);
     assert_eq!(code, 0, "a phantom change:\n{stdout}\n{stderr}");
+}
+
 /// A NoEcho value under a create-only property AWS reports exactly (an IAM role's Path): the
 /// create reads it back once and records the position in `noEchoExactEchoLeaves`, so a new
 /// value behind the same template replaces the role instead of only warning.
