@@ -139,6 +139,10 @@ fn list_every_fixture_assembly() {
     let expected: &[(&str, &[&str])] = &[
         ("basic", &["BasicStack"]),
         ("cross-stack", &["ProducerStack", "ConsumerStack"]),
+        // No manifest dependency, consumers first in the manifest: producers first from the
+        // templates (Fn::ImportValue of the names the producer exports; Fn::GetStackOutput).
+        ("cross-stack-import", &["ImportProducer", "ImportConsumer"]),
+        ("cross-stack-output", &["OutputProducer", "OutputReader"]),
         ("nested", &["ParentStack"]),
         ("params", &["ParamsStack"]),
         ("lambda", &["LambdaStack"]),

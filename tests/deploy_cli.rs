@@ -1,5 +1,6 @@
 //! `cdkd deploy`'s command surface end to end against the emulator: stacks in parallel under
-//! --stack-concurrency with failed dependencies skipping their dependents, --dry-run (no
+//! --stack-concurrency with failed dependencies skipping their dependents, the producers a
+//! consumer imports from brought in (not with -e), --dry-run (no
 //! lock, no write, no AWS change), --require-approval with and without --yes,
 //! --outputs-file, the trace of AWS calls, and the plain rendering (golden files under
 //! fixtures/golden/deploy/, durations and names filtered; UPDATE_GOLDEN=1 rewrites them).
@@ -229,6 +230,60 @@ async fn outputs_file_and_trace() {
     assert!(events.iter().any(|e| e["event"] == "call"
         && e["id"].is_null()
         && e["op"].as_str().is_some_and(|o| o.ends_with("/state.json"))));
+}
+
+/// `cdkd deploy --app <fixture app> ...` against `bucket`: (exit code, stderr).
+fn deploy_fixture(app: &str, bucket: &str, args: &[&str]) -> (i32, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/apps")
+        .join(app)
+        .join("cdk.out");
+    let out = cdkd()
+        .env("CDKD_PROGRESS", "plain")
+        .arg("deploy")
+        .args(["--app", dir.to_str().expect("utf-8 path")])
+        .args(["--state-bucket", bucket])
+        .args(args)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("--- cdkd deploy {app} {args:?}\n{stderr}");
+    (out.status.code().unwrap_or(-1), stderr)
+}
+
+/// Issue 15: a stack that imports a name another stack of the app exports (no manifest
+/// dependency) brings that producer into its deploy, first, unless `--exclusively`; one that
+/// only reads a stack's output (`Fn::GetStackOutput`) never brings it in.
+#[tokio::test]
+async fn a_consumer_brings_in_the_stack_it_imports_from_unless_exclusively() {
+    let app = App::new("cdkd-order");
+    let (code, stderr) =
+        deploy_fixture("cross-stack-import", &app.bucket, &["ImportConsumer", "-e"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(!stderr.contains("Deploying ImportProducer"), "{stderr}");
+    assert!(app.keys("ImportProducer").await.is_empty(), "{stderr}");
+
+    let (code, stderr) = deploy_fixture("cross-stack-import", &app.bucket, &["ImportConsumer"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (producer_done, consumer_start) = (
+        stderr.find("✓ ImportProducer: deployed"),
+        stderr.find("Deploying ImportConsumer"),
+    );
+    assert!(
+        producer_done.is_some() && producer_done < consumer_start,
+        "{stderr}"
+    );
+
+    let app = App::new("cdkd-order");
+    let (code, stderr) = deploy_fixture("cross-stack-output", &app.bucket, &["OutputReader"]);
+    assert_eq!(code, 1, "nothing to read yet: {stderr}");
+    assert!(!stderr.contains("Deploying OutputProducer"), "{stderr}");
+    assert!(app.keys("OutputProducer").await.is_empty(), "{stderr}");
+    let (code, stderr) = deploy_fixture("cross-stack-output", &app.bucket, &["OutputProducer"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stderr) = deploy_fixture("cross-stack-output", &app.bucket, &["OutputReader"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("Deploying OutputProducer"), "{stderr}");
 }
 
 /// Durations, the stack name and the emulator's port replaced with placeholders.

@@ -1,5 +1,6 @@
 //! `cdkd destroy` and `cdkd state destroy` end to end against the emulator: the fixture apps
-//! deployed then destroyed, the strong-reference refusal, partial destroys (exit 2) and their
+//! deployed then destroyed, stacks ordered by the references in their templates, the
+//! strong-reference refusal, partial destroys (exit 2) and their
 //! re-runs, non-empty and auto-emptied buckets, retained resources, the record refusals, and
 //! the sidecars a destroy removes. Each test has its own state bucket.
 
@@ -286,6 +287,74 @@ async fn every_deployable_fixture_app_is_destroyed_without_a_trace() {
     // its own test below.
     for name in ["basic", "params", "stages", "nested", "lambda"] {
         deploy_and_destroy_fixture(name).await;
+    }
+}
+
+/// The byte offset of `needle` in `text`; fails naming it.
+fn offset(text: &str, needle: &str) -> usize {
+    text.find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in:\n{text}"))
+}
+
+/// Issue 15: stacks linked only through their templates (an `Fn::ImportValue` of a name the
+/// producer exports, an `Fn::GetStackOutput` of the producer; no manifest dependency, and the
+/// consumer first in the manifest) deploy producer first in one `--all` run, and are destroyed
+/// consumer first, the producer's destroy not refused for a consumer still there.
+#[tokio::test]
+async fn stacks_linked_only_by_their_templates_deploy_and_destroy_in_order() {
+    for (name, producer, consumer, param) in [
+        (
+            "cross-stack-import",
+            "ImportProducer",
+            "ImportConsumer",
+            "QueueUrl7D9C5587",
+        ),
+        (
+            "cross-stack-output",
+            "OutputProducer",
+            "OutputReader",
+            "QueueUrl",
+        ),
+    ] {
+        let bucket = bootstrap("cdkd-order");
+        let dir = fixture(name);
+        let (code, stderr) = app_cmd(&dir, &bucket, &["deploy", "--all"]);
+        assert_eq!(code, 0, "{name}: deploy failed:\n{stderr}");
+        assert!(
+            offset(&stderr, &format!("✓ {producer}: deployed"))
+                < offset(&stderr, &format!("Deploying {consumer}")),
+            "{name}: the consumer started before its producer deployed:\n{stderr}"
+        );
+        let produced = state_json(&bucket, producer).expect("producer record");
+        let read = state_json(&bucket, consumer).expect("consumer record");
+        let url = produced["outputs"]["QueueUrl"]
+            .as_str()
+            .or(produced["outputs"]["QueueUrlOut"].as_str())
+            .unwrap_or_else(|| panic!("{name}: the producer's queue url: {produced}"));
+        assert_eq!(
+            read["resources"][param]["properties"]["Value"], url,
+            "{name}: the consumer's parameter holds the producer's output"
+        );
+        let resources = recorded(&bucket);
+
+        let (code, stderr) = app_cmd(&dir, &bucket, &["destroy", "--all", "--force"]);
+        assert_eq!(code, 0, "{name}: destroy failed:\n{stderr}");
+        assert!(
+            offset(&stderr, &format!("{consumer}: destroyed"))
+                < offset(&stderr, &format!("Destroying {producer}")),
+            "{name}: the producer went first:\n{stderr}"
+        );
+        for (stack, t, pid) in &resources {
+            assert_ne!(
+                exists(t, pid).await,
+                Some(true),
+                "{name}: {stack} {t} {pid} survived"
+            );
+        }
+        let left = keys_under(&bucket, "cdkd/").await;
+        let left: Vec<&String> = left.iter().filter(|k| !k.contains("/_index/")).collect();
+        assert!(left.is_empty(), "{name}: state objects left: {left:?}");
+        assert_eq!(export_names(&bucket).await, Vec::<String>::new(), "{name}");
     }
 }
 

@@ -2,6 +2,7 @@
 //! manifest's stacks, nested assemblies, annotations, missing context, and stack selection.
 
 pub mod assets;
+mod cross_refs;
 mod environment;
 mod manifest;
 mod select;
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 pub use environment::{Environment, UNKNOWN_ACCOUNT, UNKNOWN_REGION};
 pub use manifest::{Annotation, CloudAssembly, MissingContext, Severity, StackArtifact};
-pub use select::{select, Selector};
+pub use select::{select, select_ordered, Selection, Selector};
 pub use synth::{run_app, SynthInput};
 
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,6 @@
 //! when any stack was refused, failed or skipped; otherwise 2 when resources were left
 //! unaddressed (unless `--allow-unaddressed`); otherwise 0.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +14,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::{require_complete, select_stacks, Session};
+use super::{require_complete, select_ordered, Session};
 use crate::assembly::StackArtifact;
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::{DeployArgs, RequireApproval};
@@ -60,10 +59,9 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     }
     let assembly = session.assembly().await?;
     require_complete(&assembly)?;
-    let stacks: Vec<StackArtifact> = select_stacks(&assembly, &args.selection, !args.exclusively)?
-        .into_iter()
-        .cloned()
-        .collect();
+    let selected = select_ordered(&assembly, &args.selection, !args.exclusively)?;
+    let after = selected.after.clone();
+    let stacks: Vec<StackArtifact> = selected.stacks.into_iter().cloned().collect();
     if stacks.is_empty() {
         ui::info("The app has no stacks; nothing to deploy");
         return Ok(ExitStatus::Success);
@@ -141,6 +139,7 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     let outcomes = deploy_all(
         env,
         &stacks,
+        &after,
         options,
         args.stack_concurrency as usize,
         &progress,
@@ -221,29 +220,17 @@ fn add_tally(total: &mut Tally, t: &Tally) {
 }
 
 /// Deploys `stacks` (in dependency order), up to `limit` at once, each as soon as the
-/// selected stacks it depends on have deployed. Outcomes come back in `stacks` order; each
-/// stack's summary is printed as it finishes.
+/// stacks it comes after (`deps[i]`: positions in `stacks`, manifest dependencies and the
+/// cross-stack references the templates imply) have deployed. Outcomes come back in
+/// `stacks` order; each stack's summary is printed as it finishes.
 async fn deploy_all(
     env: Arc<DeployEnv>,
     stacks: &[StackArtifact],
+    deps: &[Vec<usize>],
     options: DeployOptions,
     limit: usize,
     progress: &Progress,
 ) -> Vec<StackOutcome> {
-    let index: HashMap<&str, usize> = stacks
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.artifact_id.as_str(), i))
-        .collect();
-    let deps: Vec<Vec<usize>> = stacks
-        .iter()
-        .map(|s| {
-            s.dependencies
-                .iter()
-                .filter_map(|d| index.get(d.as_str()).copied())
-                .collect()
-        })
-        .collect();
     let mut outcomes: Vec<Option<StackOutcome>> = stacks.iter().map(|_| None).collect();
     let mut started = vec![false; stacks.len()];
     let mut running: JoinSet<(usize, StackOutcome)> = JoinSet::new();

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use super::orphan_state::confirm;
 use super::state::stack_region;
-use super::{select_stacks, Session};
+use super::{select_ordered, Session};
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::{DestroyArgs, StateDestroyArgs};
 use crate::engine::deploy::default_registry;
@@ -29,25 +29,27 @@ use crate::error::{Error, ExitStatus, Result};
 use crate::state::exports::ExportIndexStore;
 use crate::ui;
 
-/// One stack to destroy, with the artifact ids of the selected stacks that depend on it.
+/// One stack to destroy, with the positions (in selection order) of the selected stacks it
+/// needs: its manifest dependencies and the producers of what it imports.
 struct Planned {
     name: String,
     region: String,
-    artifact_id: String,
-    dependencies: Vec<String>,
+    position: usize,
+    needs: Vec<usize>,
     termination_protection: bool,
 }
 
 pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
     let assembly = session.assembly().await?;
-    let stacks = select_stacks(&assembly, &args.selection, false)?;
+    let selected = select_ordered(&assembly, &args.selection, false)?;
+    let stacks = &selected.stacks;
     if stacks.is_empty() {
         ui::info("The app has no stacks; nothing to destroy");
         return Ok(ExitStatus::Success);
     }
     let clients = Arc::new(load_clients(session).await);
     let mut planned = Vec::new();
-    for stack in &stacks {
+    for (position, stack) in stacks.iter().enumerate() {
         let region = stack
             .environment
             .region
@@ -63,12 +65,13 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
         planned.push(Planned {
             name: stack.stack_name.clone(),
             region,
-            artifact_id: stack.artifact_id.clone(),
-            dependencies: stack.dependencies.clone(),
+            position,
+            needs: selected.needs[position].clone(),
             termination_protection: stack.termination_protection,
         });
     }
-    // Dependents first: the selection comes dependencies-first.
+    // Dependents first (consumers before the stacks they read): the selection comes
+    // dependencies-first.
     planned.reverse();
     let mut status = ExitStatus::Success;
     let mut unfinished: Vec<&Planned> = Vec::new();
@@ -103,7 +106,7 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
     }
     let env = connect(session, clients).await?;
     let account = env.account_id.clone();
-    for stack in &stacks {
+    for stack in stacks {
         if let Some(pinned) = stack.environment.account.as_deref() {
             if pinned != account {
                 return Err(Error::Usage(format!(
@@ -131,7 +134,7 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
         // A stack is kept while a selected stack that depends on it is still there.
         if let Some(dependent) = unfinished
             .iter()
-            .find(|d| d.dependencies.contains(&stack.artifact_id))
+            .find(|d| d.needs.contains(&stack.position))
         {
             ui::error(format!(
                 "{}: skipped: {} depends on it and was not destroyed",

@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
-use crate::assembly::{self, AppSource, CloudAssembly, Selector, StackArtifact, SynthInput};
+use crate::assembly::{
+    self, AppSource, CloudAssembly, Selection, Selector, StackArtifact, SynthInput,
+};
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::{Cli, Command, StackSelection};
 use crate::config::{Settings, Sources};
@@ -156,7 +158,17 @@ pub fn select_stacks<'a>(
     selection: &StackSelection,
     with_dependencies: bool,
 ) -> Result<Vec<&'a StackArtifact>> {
-    let stacks = assembly::select(
+    Ok(select_ordered(assembly, selection, with_dependencies)?.stacks)
+}
+
+/// [`select_stacks`] with the edges between the selected stacks (for the commands that
+/// schedule them); notes on cross-stack references set aside are printed as warnings.
+pub fn select_ordered<'a>(
+    assembly: &'a CloudAssembly,
+    selection: &StackSelection,
+    with_dependencies: bool,
+) -> Result<Selection<'a>> {
+    let selected = assembly::select_ordered(
         assembly,
         &Selector {
             patterns: &selection.stacks,
@@ -164,10 +176,13 @@ pub fn select_stacks<'a>(
             with_dependencies,
         },
     )?;
-    for warning in assembly::check_annotations(&stacks)? {
+    for warning in assembly::check_annotations(&selected.stacks)? {
         ui::warn(format!("{}: {}", warning.path, warning.message));
     }
-    Ok(stacks)
+    for note in &selected.notes {
+        ui::warn(note);
+    }
+    Ok(selected)
 }
 
 /// Missing context makes templates carry dummy values; refuse to act on them.
