@@ -109,6 +109,16 @@ impl Resolver<'_> {
         }
         if name.starts_with("AWS::") {
             return match self.ctx.pseudo(name) {
+                // `AWS::NotificationARNs`, the one list-valued pseudo parameter (always empty:
+                // cdkd sets no stack notifications), is its elements joined with commas, as
+                // CloudFormation substitutes it; the empty list is the empty string.
+                Ok(Some(Value::Array(items))) => {
+                    let texts: Vec<String> = items
+                        .iter()
+                        .map(|v| self.coerce_text(v, F))
+                        .collect::<R<_>>()?;
+                    Ok(Some(texts.join(",")))
+                }
                 Ok(Some(v)) => self.coerce_text(&v, F).map(Some),
                 Ok(None) => self.fail(ResolveErrorKind::NoValue("an Fn::Sub placeholder")),
                 Err(ResolveErrorKind::UnknownPseudoParameter(_)) => Ok(None),
