@@ -443,7 +443,12 @@ async fn a_no_echo_create_only_value_aws_reports_exactly_is_replaced_when_it_cha
     assert_eq!(role["properties"]["Path"], json!("***"));
     let iam = aws_sdk_iam::Client::new(&sdk_config().await);
     let name = role["physicalId"].as_str().expect("role name");
-    let got = iam.get_role().role_name(name).send().await.expect("GetRole");
+    let got = iam
+        .get_role()
+        .role_name(name)
+        .send()
+        .await
+        .expect("GetRole");
     assert_eq!(got.role.map(|r| r.path).unwrap_or_default(), second);
     for (key, body) in app.every_object_version().await {
         assert!(!body.contains(&first) && !body.contains(&second), "{key}");

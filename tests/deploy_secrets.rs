@@ -524,13 +524,17 @@ async fn an_exported_secret_reference_is_stored_as_its_expression_and_imported()
     ]);
     let (code, stdout, stderr) = app.deploy(&["--all", "--no-cfn-fallback"]);
     assert_eq!(code, 0, "deploy failed:\n{stderr}");
-    assert!(!stderr.contains("skipped"), "no output is skipped:\n{stderr}");
+    assert!(
+        !stderr.contains("skipped"),
+        "no output is skipped:\n{stderr}"
+    );
     assert!(!stdout.contains(&plain) && !stderr.contains(&plain));
 
     let record = app.record(&producer);
     let stored = record["outputs"]["Password"].as_str().unwrap_or_default();
     assert!(
-        stored.starts_with("{{resolve:secretsmanager:") && stored.ends_with(":SecretString:password}}"),
+        stored.starts_with("{{resolve:secretsmanager:")
+            && stored.ends_with(":SecretString:password}}"),
         "the output holds the expression: {record}"
     );
     assert_eq!(record["outputs"][&export], json!(stored), "the export too");
@@ -560,7 +564,9 @@ async fn an_exported_secret_reference_is_stored_as_its_expression_and_imported()
         .map(|(_, b)| b.as_str())
         .collect::<Vec<_>>();
     assert!(
-        index.iter().any(|b| b.contains(&export) && b.contains("{{resolve:secretsmanager:")),
+        index
+            .iter()
+            .any(|b| b.contains(&export) && b.contains("{{resolve:secretsmanager:")),
         "the exports index holds the expression: {index:?}"
     );
     for (key, body) in &objects {
@@ -650,7 +656,10 @@ async fn a_no_echo_custom_resource_value_reaches_its_readers_and_never_state() {
     handler.join().expect("handler");
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(value(format!("{base}/copy")).await, first);
-    assert_eq!(value(format!("{base}/embedded")).await, format!("pw={first}"));
+    assert_eq!(
+        value(format!("{base}/embedded")).await,
+        format!("pw={first}")
+    );
     let record = app.record(&stack);
     let res = &record["resources"];
     assert_eq!(res["Minter"]["attributes"]["Token"], json!("***"));
@@ -683,15 +692,27 @@ async fn a_no_echo_custom_resource_value_reaches_its_readers_and_never_state() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(envelope["RequestType"], "Update");
     assert_eq!(value(format!("{base}/copy")).await, second);
-    assert_eq!(value(format!("{base}/embedded")).await, format!("pw={second}"));
+    assert_eq!(
+        value(format!("{base}/embedded")).await,
+        format!("pw={second}")
+    );
     assert!(!stdout.contains(&second) && !stderr.contains(&second));
     let record = app.record(&stack);
-    assert_eq!(record["resources"]["Copy"]["properties"]["Value"], json!("***"));
-    assert_eq!(record["resources"]["Copy"]["properties"]["Description"], json!("d2"));
+    assert_eq!(
+        record["resources"]["Copy"]["properties"]["Value"],
+        json!("***")
+    );
+    assert_eq!(
+        record["resources"]["Copy"]["properties"]["Description"],
+        json!("d2")
+    );
 
     for (key, body) in app.every_object_version().await {
         for p in [&first, &second] {
-            assert!(!body.contains(p.as_str()), "{key} holds the handler's NoEcho value");
+            assert!(
+                !body.contains(p.as_str()),
+                "{key} holds the handler's NoEcho value"
+            );
         }
     }
 }

@@ -252,7 +252,10 @@ mod tests {
         let leaves = a.leaves(&template, &resolved);
         assert_eq!(leaves.len(), 2, "{leaves:?}");
         for key in ["Value", "Url"] {
-            assert!(leaves.contains(&vec![PathSegment::Key(key.into())]), "{leaves:?}");
+            assert!(
+                leaves.contains(&vec![PathSegment::Key(key.into())]),
+                "{leaves:?}"
+            );
         }
         assert!(a.reads_answered(&template));
         assert!(a.masked_reads(&template).is_empty());

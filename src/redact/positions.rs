@@ -203,7 +203,11 @@ fn sub_names(text: &str) -> Vec<&str> {
     names
 }
 
-pub(super) fn scalar_leaves(v: &Value, path: &mut Vec<PathSegment>, out: &mut Vec<Vec<PathSegment>>) {
+pub(super) fn scalar_leaves(
+    v: &Value,
+    path: &mut Vec<PathSegment>,
+    out: &mut Vec<Vec<PathSegment>>,
+) {
     match v {
         Value::Array(items) => {
             for (i, x) in items.iter().enumerate() {

@@ -105,9 +105,8 @@ async fn delete_one(run: &Run, id: &str, doomed: &Doomed) -> Result<Done, (Done,
 /// The delete is skipped and the record kept (state-schema, "What else changes").
 pub(crate) fn masked_delete(id: &str, rec: &ResourceState) -> Option<String> {
     let custom = crate::provider::custom::is_custom_type(&rec.resource_type);
-    let masked = crate::resolve::external::holds_mask(&serde_json::Value::Object(
-        rec.properties.clone(),
-    ));
+    let masked =
+        crate::resolve::external::holds_mask(&serde_json::Value::Object(rec.properties.clone()));
     (custom && masked).then(|| {
         format!(
             "{id}: its Delete is not sent: the record holds '***' where a NoEcho value filled \

@@ -55,7 +55,10 @@ pub async fn dry_run(
     let template = &prepared.resolution.template;
     let completed =
         super::unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;
-    prepared.resolution.redactor.seed_attributes(&completed.state);
+    prepared
+        .resolution
+        .redactor
+        .seed_attributes(&completed.state);
     let plan = plan::plan(
         &prepared,
         &completed.state,

@@ -151,8 +151,7 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
     let outcome = match (decision, record) {
         (Decision::Unchanged, _) => return Ok(done.with(Action::Unchanged, started)),
         (_, old) if super::nested::is_nested(&resource_type) => {
-            super::nested::provision(&run, &id, &res, &planned, desired, &secured.stored, old)
-                .await
+            super::nested::provision(&run, &id, &res, &planned, desired, &secured.stored, old).await
         }
         (Decision::Create, _) => create(&run, &id, &res, &planned, desired, None)
             .await
@@ -197,7 +196,12 @@ fn masked_read_refusal(id: &str, target: &str, attribute: &str) -> String {
 
 /// A custom resource's attributes as the rest of this run reads them: the real Data of a
 /// NoEcho answer (state stores `***`; see `redact::attributes`).
-fn custom_attributes(run: &Run, id: &str, resource_type: &str, attributes: &mut Map<String, Value>) {
+fn custom_attributes(
+    run: &Run,
+    id: &str,
+    resource_type: &str,
+    attributes: &mut Map<String, Value>,
+) {
     if !crate::provider::custom::is_custom_type(resource_type) {
         return;
     }

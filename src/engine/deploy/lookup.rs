@@ -12,12 +12,12 @@ use serde_json::{Map, Value};
 
 use crate::plan::references;
 use crate::provider::{refs, schema, Provider, Registry, Route};
+use crate::redact::positions::get_at_mut;
 use crate::redact::{
     comparable, mask_leaves, with_expressions, Needles, NoEchoScope, RecordRedactor, RecordedReads,
     StoredProperties,
 };
 use crate::resolve::dynamic::{DynamicLookup, DynamicReference};
-use crate::redact::positions::get_at_mut;
 use crate::resolve::{
     BoundParameters, ConditionVerdicts, ExternalLookup, ParameterValue, PrefetchedLookup,
     ResolveContext, ResolveError, ResolvedOutput, Resolver, ResourceLookup, SecretsMap,
@@ -313,7 +313,10 @@ impl Resolution {
         mask_leaves(&mut stored, &no_echo_leaves);
         if let Some(res) = self.template.resources.get(logical_id) {
             // A position filled from a custom resource's NoEcho attribute: `***`, whole.
-            let read = self.redactor.no_echo_attributes().leaves(&res.properties, &sent);
+            let read = self
+                .redactor
+                .no_echo_attributes()
+                .leaves(&res.properties, &sent);
             mask_leaves(&mut stored, &read);
             self.store_secret_parameters(&res.properties, &sent, &mut stored);
         }

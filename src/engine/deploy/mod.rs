@@ -268,7 +268,10 @@ async fn deploy_locked(
     let template = &prepared.resolution.template;
     let completed =
         unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;
-    prepared.resolution.redactor.seed_attributes(&completed.state);
+    prepared
+        .resolution
+        .redactor
+        .seed_attributes(&completed.state);
     let mut plan = plan::plan(
         &prepared,
         &completed.state,

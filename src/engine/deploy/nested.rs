@@ -627,16 +627,16 @@ mod tests {
         let stored = json!({"Parameters": {
             "A": "plain", "P": "***", "S": "x-{{resolve:ssm-secure:/s}}", "L": ["***"]
         }});
-        let got = secret_parameters(
-            sent.as_object().unwrap(),
-            stored.as_object().unwrap(),
-        );
+        let got = secret_parameters(sent.as_object().unwrap(), stored.as_object().unwrap());
         assert_eq!(
             got,
             vec![
                 ("L".to_owned(), None),
                 ("P".to_owned(), None),
-                ("S".to_owned(), Some("x-{{resolve:ssm-secure:/s}}".to_owned())),
+                (
+                    "S".to_owned(),
+                    Some("x-{{resolve:ssm-secure:/s}}".to_owned())
+                ),
             ]
         );
     }

@@ -196,7 +196,9 @@ pub(super) async fn record_exact_echo(
         .filter_map(|leaf| Some((leaf, key_path(leaf)?)))
         .filter(|(leaf, keys)| {
             get_at(&sent, leaf).is_some_and(Value::is_string)
-                && keys.first().is_some_and(|top| create_only(resource_type, top))
+                && keys
+                    .first()
+                    .is_some_and(|top| create_only(resource_type, top))
         })
         .collect();
     if eligible.is_empty() {
@@ -224,10 +226,12 @@ pub(super) async fn record_exact_echo(
     };
     let exact: Vec<Vec<String>> = eligible
         .into_iter()
-        .filter(|(leaf, _)| match (get_at(&live, leaf), get_at(&sent, leaf)) {
-            (Some(Value::String(a)), Some(Value::String(b))) => a == b,
-            _ => false,
-        })
+        .filter(
+            |(leaf, _)| match (get_at(&live, leaf), get_at(&sent, leaf)) {
+                (Some(Value::String(a)), Some(Value::String(b))) => a == b,
+                _ => false,
+            },
+        )
         .map(|(_, keys)| keys)
         .collect();
     if !exact.is_empty() {

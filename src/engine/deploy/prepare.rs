@@ -20,10 +20,10 @@ use crate::resolve::{
     bind_parameters, prune, ExternalLookup, ExternalReader, NoResources, ParameterOverride,
     ParameterValue, PrefetchedLookup, PruneReport, ResolveContext, Resolver,
 };
-use serde_json::Value;
 use crate::state::StackState;
 use crate::template::{parse_template_file, Template};
 use crate::ui;
+use serde_json::Value;
 
 /// A stack ready to plan.
 pub(super) struct Prepared {
@@ -46,7 +46,15 @@ pub(super) fn prepare(
     external: Arc<dyn ExternalLookup + Send + Sync>,
 ) -> Result<Prepared, DeployError> {
     let template = parse_template_file(template_file).map_err(crate::Error::from)?;
-    build(stack, template, ctx, overrides, secret_parameters, external, None)
+    build(
+        stack,
+        template,
+        ctx,
+        overrides,
+        secret_parameters,
+        external,
+        None,
+    )
 }
 
 /// Prepares a stack for a deploy: fetches what it reads from outside first, through
