@@ -14,9 +14,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::needles::MASK;
-use super::positions::scalar_leaves;
+use super::positions::paired_leaves;
 use crate::plan::references;
-use crate::resolve::intrinsic;
 use crate::state::{PathSegment, StackState};
 
 /// Per logical id, the attributes declared NoEcho; and which handlers answered NoEcho in this
@@ -177,34 +176,7 @@ impl NoEchoAttributes {
             m.insert(String::new(), t.clone());
             !self.reads(&m).is_empty()
         };
-        if intrinsic(template).is_some() {
-            if reads(template) {
-                scalar_leaves(resolved, path, out);
-            }
-            return;
-        }
-        match (template, resolved) {
-            (Value::Object(t), Value::Object(r)) => {
-                for (k, tv) in t {
-                    if let Some(rv) = r.get(k) {
-                        path.push(PathSegment::Key(k.clone()));
-                        self.walk(tv, rv, path, out);
-                        path.pop();
-                    }
-                }
-            }
-            (Value::Array(t), Value::Array(r)) if t.len() == r.len() => {
-                for (i, (tv, rv)) in t.iter().zip(r).enumerate() {
-                    path.push(PathSegment::Index(i as u64));
-                    self.walk(tv, rv, path, out);
-                    path.pop();
-                }
-            }
-            (Value::Array(_), Value::Array(_)) if reads(template) => {
-                scalar_leaves(resolved, path, out);
-            }
-            _ => {}
-        }
+        paired_leaves(template, resolved, path, out, &reads);
     }
 
     /// Applies what the run learned to a record about to be written: each declared

@@ -154,36 +154,48 @@ impl NoEchoScope<'_> {
         path: &mut Vec<PathSegment>,
         out: &mut Vec<Vec<PathSegment>>,
     ) {
-        if intrinsic(template).is_some() {
-            if self.reads(template).is_some() {
-                scalar_leaves(resolved, path, out);
-            }
-            return;
+        paired_leaves(template, resolved, path, out, &|t| self.reads(t).is_some());
+    }
+}
+
+/// Walks a template value beside its resolved form and collects the resolved scalar leaves
+/// that `reads` says come from a secret source: every leaf under an intrinsic that reads one,
+/// and every leaf of a list whose elements cannot be paired (AWS::NoValue dropped some) when
+/// any element reads one. Shared by NoEcho parameters and NoEcho custom-resource attributes.
+pub(super) fn paired_leaves(
+    template: &Value,
+    resolved: &Value,
+    path: &mut Vec<PathSegment>,
+    out: &mut Vec<Vec<PathSegment>>,
+    reads: &dyn Fn(&Value) -> bool,
+) {
+    if intrinsic(template).is_some() {
+        if reads(template) {
+            scalar_leaves(resolved, path, out);
         }
-        match (template, resolved) {
-            (Value::Object(t), Value::Object(r)) => {
-                for (k, tv) in t {
-                    if let Some(rv) = r.get(k) {
-                        path.push(PathSegment::Key(k.clone()));
-                        self.walk(tv, rv, path, out);
-                        path.pop();
-                    }
-                }
-            }
-            (Value::Array(t), Value::Array(r)) if t.len() == r.len() => {
-                for (i, (tv, rv)) in t.iter().zip(r).enumerate() {
-                    path.push(PathSegment::Index(i as u64));
-                    self.walk(tv, rv, path, out);
+        return;
+    }
+    match (template, resolved) {
+        (Value::Object(t), Value::Object(r)) => {
+            for (k, tv) in t {
+                if let Some(rv) = r.get(k) {
+                    path.push(PathSegment::Key(k.clone()));
+                    paired_leaves(tv, rv, path, out, reads);
                     path.pop();
                 }
             }
-            // Elements were dropped (AWS::NoValue): positions cannot be paired, so every
-            // leaf of the list is masked when any element reads a NoEcho parameter.
-            (Value::Array(_), Value::Array(_)) if self.reads(template).is_some() => {
-                scalar_leaves(resolved, path, out);
-            }
-            _ => {}
         }
+        (Value::Array(t), Value::Array(r)) if t.len() == r.len() => {
+            for (i, (tv, rv)) in t.iter().zip(r).enumerate() {
+                path.push(PathSegment::Index(i as u64));
+                paired_leaves(tv, rv, path, out, reads);
+                path.pop();
+            }
+        }
+        (Value::Array(_), Value::Array(_)) if reads(template) => {
+            scalar_leaves(resolved, path, out);
+        }
+        _ => {}
     }
 }
 
