@@ -347,6 +347,58 @@ async fn exists(r: &Recorded) -> bool {
     }
 }
 
+/// Every string leaf under `v`, with its path, for the composite-identifier scan.
+fn string_leaves<'a>(v: &'a Value, path: String, out: &mut Vec<(String, &'a str)>) {
+    match v {
+        Value::String(s) => out.push((path, s)),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                string_leaves(item, format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                string_leaves(item, format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A `Ref` must hand consumers CloudFormation's value, never cdkd's internal `a|b` Cloud
+/// Control identifier: no resource property (what was sent to AWS) and no output or export
+/// of the record may carry the physical id of a composite-identifier resource. Returns how
+/// many composite-identifier resources the record holds, so a caller can insist the scan
+/// was not vacuous.
+fn assert_no_composite_id_leaks(app: &str, state: &Value) -> usize {
+    let resources = recorded(state);
+    let composite: Vec<&Recorded> = resources
+        .iter()
+        .filter(|r| r.cloud_control && r.physical_id.contains('|'))
+        .collect();
+    let mut leaves = Vec::new();
+    for r in &resources {
+        string_leaves(
+            &r.properties,
+            format!("{}.Properties", r.logical_id),
+            &mut leaves,
+        );
+    }
+    string_leaves(&state["outputs"], "outputs".to_owned(), &mut leaves);
+    for c in &composite {
+        for (path, text) in &leaves {
+            assert!(
+                !text.contains(c.physical_id.as_str()),
+                "{app}: {path} carries the Cloud Control identifier {:?} of {} ({}) instead of its Ref value",
+                c.physical_id,
+                c.logical_id,
+                c.type_
+            );
+        }
+    }
+    composite.len()
+}
+
 /// What a cycle expects of destroy beyond the state being gone.
 #[derive(Default)]
 struct Expect<'a> {
@@ -369,7 +421,9 @@ async fn cycle(app: &str, stack: &str, expect: Expect<'_>) -> Vec<Recorded> {
         code, 0,
         "{app}: a phantom change right after deploying v1:\n{stdout}\n{stderr}"
     );
-    let first = recorded(&record(&bucket, stack));
+    let first_state = record(&bucket, stack);
+    assert_no_composite_id_leaks(app, &first_state);
+    let first = recorded(&first_state);
     for r in &first {
         assert!(
             exists(r).await,
@@ -392,7 +446,9 @@ async fn cycle(app: &str, stack: &str, expect: Expect<'_>) -> Vec<Recorded> {
         code, 0,
         "{app}: a phantom change right after deploying v2:\n{stdout}\n{stderr}"
     );
-    let second = recorded(&record(&bucket, stack));
+    let second_state = record(&bucket, stack);
+    assert_no_composite_id_leaks(&v2, &second_state);
+    let second = recorded(&second_state);
     for r in &second {
         assert!(
             exists(r).await,
@@ -447,7 +503,12 @@ async fn queue_worker() {
 
 #[tokio::test]
 async fn rest_api() {
-    cycle("corpus-rest-api", "CorpusRestApi", Expect::default()).await;
+    let all = cycle("corpus-rest-api", "CorpusRestApi", Expect::default()).await;
+    let composite = all.iter().filter(|r| r.physical_id.contains('|')).count();
+    assert!(
+        composite > 0,
+        "the REST API app has composite-identifier resources (methods, stages), so its leak scan is not vacuous"
+    );
 }
 
 #[tokio::test]
