@@ -454,3 +454,109 @@ async fn a_no_echo_create_only_value_aws_reports_exactly_is_replaced_when_it_cha
         assert!(!body.contains(&first) && !body.contains(&second), "{key}");
     }
 }
+
+#[tokio::test]
+async fn a_property_or_key_removed_from_the_template_is_a_change_that_reaches_aws() {
+    // The record holds what cdkd sent, so a property (or a nested key) only the record still
+    // holds is a removal the user made: the diff shows it, the deploy unsets it in AWS, and
+    // the diff afterwards is clean.
+    let app = App::new("cdkd-plan");
+    let stack = unique_name("plan-removed");
+    let queue_name = format!("{stack}-q");
+    let bucket_template = |lifecycle: bool, tags: Value| {
+        let mut bucket = json!({"Type": "AWS::S3::Bucket", "Properties": {"Tags": tags}});
+        if lifecycle {
+            bucket["Properties"]["LifecycleConfiguration"] = json!({"Rules": [
+                {"Id": "expire", "Status": "Enabled", "ExpirationInDays": 30}
+            ]});
+        }
+        json!({"Resources": {
+            "Bucket": bucket,
+            "Queue": {"Type": "AWS::SQS::Queue",
+                "Properties": {"QueueName": queue_name, "DelaySeconds": 5}}
+        }})
+    };
+    let v1 = bucket_template(
+        true,
+        json!([{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}]),
+    );
+    app.write_stacks(&[(&stack, &v1, &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let bucket = app.record(&stack)["resources"]["Bucket"]["physicalId"]
+        .as_str()
+        .expect("bucket name")
+        .to_owned();
+    let s3 = s3_client().await;
+    let rules = s3
+        .get_bucket_lifecycle_configuration()
+        .bucket(&bucket)
+        .send()
+        .await
+        .expect("lifecycle after v1");
+    assert_eq!(rules.rules().len(), 1);
+
+    // v2: the lifecycle configuration and the queue's DelaySeconds are gone, a tag too.
+    let mut v2 = bucket_template(false, json!([{"Key": "a", "Value": "1"}]));
+    v2["Resources"]["Queue"]["Properties"]
+        .as_object_mut()
+        .expect("queue properties")
+        .remove("DelaySeconds");
+    app.write_stacks(&[(&stack, &v2, &[])]);
+    let (code, stdout, stderr) = diff(&app);
+    assert_eq!(code, 1, "removals are changes:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("LifecycleConfiguration"), "{stdout}");
+    assert!(stdout.contains("DelaySeconds"), "{stdout}");
+
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !stderr.contains("no changes"),
+        "the removal deploy changed nothing:\n{stderr}"
+    );
+    let gone = s3
+        .get_bucket_lifecycle_configuration()
+        .bucket(&bucket)
+        .send()
+        .await;
+    assert!(
+        gone.is_err(),
+        "the lifecycle configuration is still on {bucket}: {gone:?}"
+    );
+    let tags = s3
+        .get_bucket_tagging()
+        .bucket(&bucket)
+        .send()
+        .await
+        .expect("tags");
+    let keys: Vec<&str> = tags.tag_set().iter().map(|t| t.key()).collect();
+    assert!(!keys.contains(&"b"), "tag b survived: {keys:?}");
+    let sqs = aws_sdk_sqs::Client::new(&sdk_config().await);
+    let url = sqs
+        .get_queue_url()
+        .queue_name(&queue_name)
+        .send()
+        .await
+        .expect("queue url");
+    let attrs = sqs
+        .get_queue_attributes()
+        .queue_url(url.queue_url().unwrap_or_default())
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::DelaySeconds)
+        .send()
+        .await
+        .expect("queue attributes");
+    let delay = attrs
+        .attributes()
+        .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::DelaySeconds))
+        .cloned();
+    assert_eq!(
+        delay.as_deref(),
+        Some("0"),
+        "DelaySeconds back to its default"
+    );
+    let (code, stdout, stderr) = diff(&app);
+    assert_eq!(
+        code, 0,
+        "a phantom change after the removal:\n{stdout}\n{stderr}"
+    );
+}

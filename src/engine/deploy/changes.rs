@@ -1,11 +1,14 @@
 //! Comparing a resource's resolved desired properties with its state record.
 //!
-//! The rules (architecture-internals, "How the diff compares state with a template"):
-//! only keys the template side declares are compared, at every depth, so keys AWS or an
-//! older writer added to the record never read as changes; `null` and absent are the same;
-//! scalars compare by their text (`60` equals `"60"`). A differing top-level property is a
-//! replacement when the type's registry schema lists it as create-only, or when a
-//! create-only path inside it (`A/B`, `Tags/*/Key`) holds a different value.
+//! The rules: the record's `properties` are what cdkd sent (the resolved template, never
+//! AWS's read-back, which lives in `observedProperties`), so the comparison is symmetric at
+//! every depth: a key only the record holds is a removal the user made (a dropped
+//! `LifecycleConfiguration`, a Lambda environment variable taken out) and must reach AWS,
+//! as upstream cdkd's comparator does today (the spec's older "only template keys" rule
+//! swallowed such removals). `null` and absent are the same; scalars compare by their text
+//! (`60` equals `"60"`). A differing top-level property is a replacement when the type's
+//! registry schema lists it as create-only, or when a create-only path inside it (`A/B`,
+//! `Tags/*/Key`) holds a different value.
 
 use serde_json::{Map, Value};
 
@@ -55,15 +58,16 @@ pub fn stateful_refusal(logical_id: &str, resource_type: &str, why: &str) -> Str
     )
 }
 
-/// Template-side equality: keys only `old` has are ignored, `null` equals absent, scalars
-/// compare by text, lists element by element.
+/// Equality of a desired value with a recorded one: symmetric over keys (a key on either
+/// side alone is a difference unless it is `null`), scalars compare by text, lists element
+/// by element.
 pub fn values_equal(new: &Value, old: &Value) -> bool {
     match (new, old) {
         (Value::Null, Value::Null) => true,
-        (Value::Object(n), Value::Object(o)) => n.iter().all(|(k, nv)| match o.get(k) {
-            Some(ov) => values_equal(nv, ov),
-            None => nv.is_null(),
-        }),
+        (Value::Object(n), Value::Object(o)) => {
+            n.iter().all(|(k, nv)| optional_equal(Some(nv), o.get(k)))
+                && o.iter().all(|(k, ov)| n.contains_key(k) || ov.is_null())
+        }
         (Value::Array(n), Value::Array(o)) => {
             n.len() == o.len() && n.iter().zip(o).all(|(a, b)| values_equal(a, b))
         }
@@ -113,6 +117,19 @@ pub fn diff_properties(
             old: old.cloned(),
             new: Some(new.clone()),
             requires_replacement: replaces(resource_type, key, Some(new), old),
+        });
+    }
+    // A property the template no longer declares: AWS must unset it (a create-only one
+    // replaces the resource, as CloudFormation does).
+    for (key, old) in recorded {
+        if desired.contains_key(key) || old.is_null() || unknown.iter().any(|u| u == key) {
+            continue;
+        }
+        diffs.push(PropertyDiff {
+            path: key.clone(),
+            old: Some(old.clone()),
+            new: None,
+            requires_replacement: replaces(resource_type, key, None, Some(old)),
         });
     }
     diffs
@@ -177,9 +194,9 @@ mod tests {
     }
 
     #[test]
-    fn only_template_keys_are_compared_and_null_is_absent() {
+    fn null_is_absent_on_both_sides() {
         let desired = map(json!({"A": 1, "B": {"X": "y"}, "C": null}));
-        let recorded = map(json!({"A": "1", "B": {"X": "y", "Default": true}, "Extra": 5}));
+        let recorded = map(json!({"A": "1", "B": {"X": "y", "Gone": null}, "D": null}));
         assert!(diff_properties("AWS::SQS::Queue", &desired, &recorded, &[]).is_empty());
         let recorded = map(json!({"A": 2, "B": {"X": "y"}}));
         let diffs = diff_properties("AWS::SQS::Queue", &desired, &recorded, &[]);
@@ -191,10 +208,26 @@ mod tests {
     }
 
     #[test]
+    fn a_property_or_key_only_the_record_holds_is_a_removal() {
+        let desired = map(json!({"A": 1, "B": {"X": "y"}}));
+        let recorded = map(json!({"A": 1, "B": {"X": "y", "Z": "w"}, "Lifecycle": {"Rules": []}}));
+        let diffs = diff_properties("AWS::S3::Bucket", &desired, &recorded, &[]);
+        let paths: Vec<&str> = diffs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["B", "Lifecycle"]);
+        assert_eq!(diffs[1].new, None);
+        // Removing a create-only property replaces the resource.
+        let desired = map(json!({}));
+        let recorded = map(json!({"BucketName": "b"}));
+        let diffs = diff_properties("AWS::S3::Bucket", &desired, &recorded, &[]);
+        assert!(diffs[0].requires_replacement);
+        assert!(!values_equal(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+    }
+
+    #[test]
     fn lists_compare_by_position() {
         assert!(values_equal(
             &json!([1, {"a": 1}]),
-            &json!([1, {"a": 1, "b": 2}])
+            &json!([1, {"a": 1, "b": null}])
         ));
         assert!(!values_equal(&json!([1, 2]), &json!([2, 1])));
         assert!(!values_equal(&json!([1]), &json!([1, 2])));

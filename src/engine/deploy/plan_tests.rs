@@ -59,7 +59,7 @@ fn state(bucket_name: &str, timeout: &str) -> StackState {
     let mut b = record(
         "p-1",
         "AWS::SSM::Parameter",
-        json!({"Type": "String", "Value": "arn:a", "Extra": 1}),
+        json!({"Type": "String", "Value": "arn:a"}),
         json!({}),
     );
     b.dependencies = Some(vec!["A".into()]);

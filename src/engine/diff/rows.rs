@@ -2,8 +2,8 @@
 //! sub-properties that actually differ (unchanged siblings left out), the propagated changes
 //! named on the property that reads the moved resource, and the provisioning route.
 //!
-//! The comparison itself is the deploy's ([`crate::engine::deploy::values_equal`]): keys only
-//! the record holds are AWS defaults and never shown.
+//! The comparison itself is the deploy's ([`crate::engine::deploy::values_equal`]): a key
+//! only the record holds is a removal and shown as one.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -172,8 +172,8 @@ fn propagated(
     }
 }
 
-/// The leaves of `new` that differ from `old`, with their paths under `path`. Keys only `old`
-/// holds are not compared (AWS defaults); lists of the same length are compared item by item,
+/// The leaves of `new` that differ from `old`, with their paths under `path`. A key only `old`
+/// holds is a removal (`new` is `None`); lists of the same length are compared item by item,
 /// others whole.
 pub fn leaf_changes(
     path: &str,
@@ -189,6 +189,11 @@ pub fn leaf_changes(
                     continue;
                 }
                 leaf_changes(&format!("{path}.{k}"), ov, Some(nv), out);
+            }
+            for (k, ov) in o {
+                if !n.contains_key(k) && !ov.is_null() {
+                    leaf_changes(&format!("{path}.{k}"), Some(ov), None, out);
+                }
             }
         }
         (Some(Value::Array(o)), Some(Value::Array(n))) if o.len() == n.len() => {
@@ -227,6 +232,18 @@ mod tests {
     }
 
     #[test]
+    fn a_key_only_the_record_holds_is_shown_removed() {
+        let out = leaves(
+            json!({"Variables": {"A": "1", "B": "2"}}),
+            json!({"Variables": {"A": "1"}}),
+        );
+        assert_eq!(
+            out,
+            vec![("P.Variables.B".to_owned(), Some(json!("2")), None)]
+        );
+    }
+
+    #[test]
     fn only_changed_leaves_are_shown() {
         let out = leaves(
             json!({"Statement": [{"Action": "a", "Resource": "r1"}], "Version": "2012"}),
@@ -243,8 +260,8 @@ mod tests {
     }
 
     #[test]
-    fn record_only_keys_are_defaults_and_lists_of_other_length_are_whole() {
-        assert!(leaves(json!({"A": 1, "Default": true}), json!({"A": "1"})).is_empty());
+    fn null_keys_are_absent_and_lists_of_other_length_are_whole() {
+        assert!(leaves(json!({"A": 1, "Default": null}), json!({"A": "1"})).is_empty());
         let out = leaves(json!({"L": [1]}), json!({"L": [1, 2]}));
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].0, "P.L");
