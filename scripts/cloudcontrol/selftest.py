@@ -7,7 +7,7 @@ Run it with the emulator venv's Python (after a moto bump, say):
 For every moto-backed type it creates a resource through Cloud Control, checks that the
 resource exists in moto's backend, updates it, deletes it and checks it is gone from
 moto; then it exercises the generic store, idempotency and the faults. It exits 1 on
-the first failed check. The Rust integration test (tests/cloudcontrol_emulator.rs)
+the first failed check. The Rust integration test (tests/providers/cloudcontrol_emulator.rs)
 covers the same ground through the real SDK and a real server.
 """
 

@@ -1,5 +1,5 @@
 //! The template scan behind [`super::prefetch`] and the cross-stack secret
-//! positions; the fetches themselves are covered by tests/resolve_external.rs.
+//! positions; the fetches themselves are covered by tests/commands/resolve_external.rs.
 
 use serde_json::{json, Value};
 

@@ -1,10 +1,12 @@
 //! Shared helpers for integration tests that talk to the local AWS emulator.
 //!
-//! Include it from a test file with `mod support;`. The emulator is started by
-//! `./scripts/test` (or by hand: `eval "$(./scripts/emulator start)"`), which exports
-//! `AWS_ENDPOINT_URL` and friends; every helper here reads them from the environment, so
-//! the clients go through the SDK's ordinary configuration chain, like cdkd itself.
-#![allow(dead_code)] // each test file uses a different subset
+//! Each test binary (`tests/<binary>/main.rs`) declares it once with
+//! `#[path = "../support/mod.rs"] mod support;`; its modules `use crate::support;`. The
+//! emulator is started by `./scripts/test` (or by hand: `eval "$(./scripts/emulator start)"`),
+//! which exports `AWS_ENDPOINT_URL` and friends; every helper here reads them from the
+//! environment, so the clients go through the SDK's ordinary configuration chain, like cdkd
+//! itself.
+#![allow(dead_code)] // each test binary uses a different subset
 
 pub mod app;
 pub mod handler;

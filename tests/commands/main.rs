@@ -1,0 +1,22 @@
+//! Integration tests of cdkd's other commands and whole apps, through the `cdkd` binary against
+//! the emulator: the CLI surface, bootstrap, context lookups, the corpus of real CDK apps,
+//! import (and migration from CloudFormation), orphan, cross-stack and external references,
+//! scrub.
+//!
+//! One test binary for all of them, because every binary links the whole AWS SDK. Each module
+//! is one former `tests/<name>.rs`, so a narrow run names it as a filter:
+//! `./scripts/test --test commands -- corpus::`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod bootstrap;
+mod cli;
+mod context;
+mod corpus;
+mod import;
+mod import_migrate;
+mod orphan;
+mod resolve_external;
+mod scrub;
+mod scrub_cross;

@@ -1,0 +1,21 @@
+//! Integration tests of a stack's lifecycle through the `cdkd` binary against the emulator:
+//! deploy (flags, plans, failures and rollback, nested stacks, secrets), diff and destroy.
+//!
+//! One test binary for all of them, because every binary links the whole AWS SDK: the link,
+//! not the tests, dominated the suite's build. Each module is one former `tests/<name>.rs`,
+//! so a narrow run names it as a filter: `./scripts/test --test lifecycle -- destroy::`.
+//! Tests of different modules run in parallel in one process against one emulator: a fault a
+//! module injects is scoped to a resource type no other module of this binary creates.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod deploy;
+mod deploy_cli;
+mod deploy_failure;
+mod deploy_flags;
+mod deploy_nested;
+mod deploy_plan;
+mod deploy_secrets;
+mod destroy;
+mod diff;
