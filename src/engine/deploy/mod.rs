@@ -23,6 +23,7 @@ mod delete;
 mod dry_run;
 mod execute;
 mod failure;
+mod kept_outputs;
 mod lookup;
 mod nested;
 mod nested_pending;
@@ -293,8 +294,9 @@ async fn deploy_locked(
     // A journal left by a failed attempt is settled by the full path even without changes.
     if !plan.has_resource_changes() && plan.refreshed.is_empty() && prior_journal.is_none() {
         let snapshot = Snapshot::from_records(&env.registry, state.resources.iter());
-        let outs =
+        let mut outs =
             outputs::resolve_outputs(&prepared.resolution, &snapshot, &prepared.prune, stack);
+        outs.keep_failed(&prepared.resolution.template, &state);
         let strict_refuses = options.strict_getatt && !outs.skipped.is_empty();
         if outs.recorded_in(&state)
             && prepared.resolution.reads_recorded_in(&state)
@@ -317,6 +319,8 @@ async fn deploy_locked(
     }
 
     let previous_outputs = state.outputs.clone().unwrap_or_default();
+    // No resource changes: an output that does not resolve keeps its stored value.
+    let no_resource_change = !plan.has_resource_changes();
     // A nested child's pending journal segment carries them, for the parent's rollback.
     let outputs_before = previous_outputs.clone();
     let record_exists = etag.is_some();
@@ -517,7 +521,16 @@ async fn deploy_locked(
             return Ok(report);
         }
     }
-    let stored = finish(env, &run, &prepared, lock, &mut report, previous_outputs).await;
+    let stored = finish(
+        env,
+        &run,
+        &prepared,
+        lock,
+        &mut report,
+        previous_outputs,
+        no_resource_change,
+    )
+    .await;
     if report.is_success() {
         let final_state = run.book.state().await;
         // The exports index and the ledger / journal settlement touch different objects:
@@ -598,6 +611,7 @@ async fn finish(
     lock: &HeldLock,
     report: &mut StackReport,
     previous_outputs: Map<String, Value>,
+    no_resource_change: bool,
 ) -> Option<StackState> {
     let (stack, region) = (run.stack.as_str(), run.region.as_str());
     if lock.is_lost() {
@@ -624,8 +638,11 @@ async fn finish(
     if report.is_success() {
         let current = run.book.state().await;
         let snapshot = Snapshot::from_records(&env.registry, current.resources.iter());
-        let outs =
+        let mut outs =
             outputs::resolve_outputs(&prepared.resolution, &snapshot, &prepared.prune, stack);
+        if no_resource_change {
+            outs.keep_failed(&prepared.resolution.template, &current);
+        }
         let saved = run
             .book
             .finish(|s| {

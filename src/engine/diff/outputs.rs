@@ -106,6 +106,17 @@ pub fn compare(input: &OutputsInput<'_>) -> (Vec<OutputDiff>, Vec<String>) {
         for name in &untrusted {
             if let Some(v) = stored.get(*name) {
                 desired.insert((*name).clone(), v.clone());
+                // Its literal export alias is kept beside it (kept_outputs.rs).
+                let alias = input
+                    .template
+                    .outputs
+                    .get(*name)
+                    .and_then(|o| o.export_name.as_ref());
+                if let Some(Value::String(alias)) = alias {
+                    if let Some(v) = stored.get(alias) {
+                        desired.insert(alias.clone(), v.clone());
+                    }
+                }
             }
         }
         notes.push(format!(
@@ -200,7 +211,7 @@ fn is_whole_reference(value: &Value) -> bool {
     })
 }
 
-fn is_plain_ssm_expression(value: &Value) -> bool {
+pub(super) fn is_plain_ssm_expression(value: &Value) -> bool {
     is_whole_reference(value)
         && value
             .as_str()
@@ -222,7 +233,7 @@ fn legacy_secret_record(
     })
 }
 
-fn template_holds_secret_reference(template: &Template) -> bool {
+pub(super) fn template_holds_secret_reference(template: &Template) -> bool {
     template
         .outputs
         .values()

@@ -174,3 +174,41 @@ fn no_echo_values_are_masked() {
     let printed = serde_json::to_string(&rows).unwrap();
     assert!(!printed.contains("s3cr3t-value"), "{printed}");
 }
+
+#[test]
+fn a_failed_output_without_a_resource_change_keeps_its_export_alias_too() {
+    let mut case = Case::new(
+        outputs_template(),
+        json!({"Mode": "a"}),
+        Some(json!({"Mode": "a", "Url": "u", "UrlExport": "u"})),
+    );
+    case.failed.insert("Url".into(), "sha256:x".into());
+    let (rows, _) = case.run();
+    assert!(rows.is_empty(), "{rows:?}");
+}
+
+#[test]
+fn a_withheld_value_is_absent_from_the_json_too() {
+    let t = json!({
+        "Resources": {"Q": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"Pw": {"Value": "{{resolve:secretsmanager:db}}"}}
+    });
+    let case = Case::new(
+        t,
+        json!({"Pw": "{{resolve:secretsmanager:db}}"}),
+        Some(json!({"Pw": "legacy-plaintext", "Gone": "also-plain"})),
+    );
+    let (rows, _) = case.run();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let diff = crate::engine::diff::StackDiff {
+        stack_name: "S".into(),
+        outputs: rows,
+        ..Default::default()
+    };
+    let text = crate::ui::diff_json::render_json(&[diff]);
+    assert!(
+        !text.contains("legacy-plaintext") && !text.contains("also-plain"),
+        "{text}"
+    );
+    assert!(text.contains("\"oldWithheld\": true"), "{text}");
+}
