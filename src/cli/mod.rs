@@ -172,6 +172,14 @@ pub struct DeployArgs {
     /// instead of falling back to reading it.
     #[arg(long)]
     pub strict_getatt: bool,
+    #[command(flatten)]
+    pub fallback: CfnFallback,
+}
+
+/// `--no-cfn-fallback`, one flag for deploy and diff, so a preview resolves cross-stack
+/// references exactly as the deploy it previews.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct CfnFallback {
     /// Resolve Fn::ImportValue / Fn::GetStackOutput from cdkd state only: no CloudFormation
     /// ListExports / DescribeStacks fallback.
     #[arg(long)]
@@ -180,6 +188,13 @@ pub struct DeployArgs {
     /// UpdateReplacePolicy is Snapshot without the final snapshot (their data is lost).
     #[arg(long)]
     pub skip_final_snapshot: bool,
+}
+
+impl CfnFallback {
+    /// Whether a cdkd-state miss falls back to CloudFormation.
+    pub fn enabled(self) -> bool {
+        !self.no_cfn_fallback
+    }
 }
 
 /// `--require-approval`: which changes need a confirmation.
@@ -207,6 +222,12 @@ pub struct DiffArgs {
     /// Print the differences as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also diff each nested stack (AWS::CloudFormation::Stack row) against its own record,
+    /// shown under its parent; --fail then considers the whole tree.
+    #[arg(long)]
+    pub recursive: bool,
+    #[command(flatten)]
+    pub fallback: CfnFallback,
 }
 
 #[derive(Debug, Args)]

@@ -88,7 +88,7 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     // --no-cfn-fallback) and dynamic references, fetched before each stack resolves.
     let reader = Arc::new(
         ExternalReader::new(clients.clone(), backend.clone(), Some(exports.clone()))
-            .with_cfn_fallback(!args.no_cfn_fallback),
+            .with_cfn_fallback(args.fallback.enabled()),
     );
     // Custom-resource handlers answer into the state bucket.
     let registry = Arc::new(crate::provider::routing::registry_for(&backend));

@@ -48,13 +48,19 @@ pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
     let account_id = clients.account_id().await?;
     let backend = Arc::new(session.state_backend().await?);
     // No exports index: a diff reads cross-stack values without writing the index through.
-    let reader = Arc::new(ExternalReader::new(clients.clone(), backend.clone(), None));
+    // Public dynamic references resolve as the deploy resolves them; no secret is fetched.
+    let reader = Arc::new(
+        ExternalReader::new(clients.clone(), backend.clone(), None)
+            .with_cfn_fallback(args.fallback.enabled())
+            .withholding_secrets(),
+    );
     let env = DiffEnv {
         backend: backend.clone(),
         registry: Arc::new(crate::provider::routing::registry_for(&backend)),
         reader: Some(reader),
         account_id: account_id.clone(),
         clients: Some(clients.clone()),
+        recursive: args.recursive,
     };
 
     // In a region opted into cdkd-owned asset storage: the templates as a deploy rewrites them.

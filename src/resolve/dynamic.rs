@@ -429,6 +429,14 @@ fn parse_secret(rest: &str) -> Result<ReferenceTarget, String> {
 /// answers [`LookupError::NotAvailable`].
 pub trait DynamicLookup {
     fn fetched(&self, key: &FetchKey) -> Result<Fetched, LookupError>;
+
+    /// A lookup for a read-only preview (`cdkd diff`, `deploy --dry-run`): secret-bearing
+    /// references are never fetched, and the post-pass keeps them as written, which is the
+    /// expression state stores at their position, so a preview compares expression with
+    /// expression. Public ones are still substituted, exactly as a deploy substitutes them.
+    fn withholds_secrets(&self) -> bool {
+        false
+    }
 }
 
 /// One position holding a secret-bearing reference.
@@ -611,6 +619,14 @@ impl Pass<'_> {
                 }
                 Segment::Reference(r) => r,
             };
+            let withhold = self.lookup.withholds_secrets();
+            if withhold && r.is_secret_by_kind() {
+                // Never fetched: kept as written on both sides.
+                resolved.push_str(&r.text);
+                expression.push_str(&r.text);
+                secret_refs.push(r.text);
+                continue;
+            }
             let key = r.fetch_key(self.region);
             let fetched = self.lookup.fetched(&key).map_err(|e| {
                 self.fail(format!("{} (looked up in {}): {e}", r.text, key.region()))
@@ -618,6 +634,13 @@ impl Pass<'_> {
             let (value, secret) = r
                 .value_from(&fetched)
                 .map_err(|m| self.fail(format!("{}: {m}", r.text)))?;
+            if secret && withhold {
+                // A SecureString behind a plain `ssm` reference, read without decryption.
+                resolved.push_str(&r.text);
+                expression.push_str(&r.text);
+                secret_refs.push(r.text);
+                continue;
+            }
             resolved.push_str(&value);
             if secret {
                 expression.push_str(&r.text);

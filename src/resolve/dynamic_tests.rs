@@ -449,3 +449,64 @@ fn masks_and_role_arns() {
         assert!(parse_role_arn(bad).is_err(), "{bad}");
     }
 }
+
+/// A preview's lookup: only public parameters are in it (a secret asked for fails the test),
+/// and a SecureString comes back as a read without decryption does, value dropped.
+struct Withholding(Table);
+
+impl DynamicLookup for Withholding {
+    fn fetched(&self, key: &FetchKey) -> Result<Fetched, LookupError> {
+        match self.0.fetched(key)? {
+            Fetched::Secret { .. } => panic!("a preview fetched a secret: {key:?}"),
+            Fetched::Parameter { secure: true, .. } => Ok(Fetched::Parameter {
+                value: String::new(),
+                secure: true,
+            }),
+            public => Ok(public),
+        }
+    }
+
+    fn withholds_secrets(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_withholding_lookup_yields_exactly_what_the_deploy_stores() {
+    let value = json!({
+        "Public": "{{resolve:ssm:/pub}}",
+        "SecureViaSsm": "x-{{resolve:ssm:/sec}}",
+        "SecureViaSsmSecure": "{{resolve:ssm-secure:/sec}}",
+        "Url": "postgres://{{resolve:secretsmanager:db:SecretString:user}}@{{resolve:ssm:/pub}}/x",
+        "Whole": ["{{resolve:secretsmanager:raw}}", 7],
+        "Plain": "no reference"
+    });
+    let path = "Resources.Db.Properties";
+    let (sent, secrets) = substitute_dynamic_references(&value, path, &ctx(), &table()).unwrap();
+    // What the deploy stores: each secret-bearing leaf as its expression.
+    let mut stored = sent.clone();
+    for (p, position) in secrets.positions() {
+        let rest = p.strip_prefix(&format!("{path}.")).unwrap();
+        let slot = match rest.split_once('[') {
+            Some((k, i)) => &mut stored[k][i.trim_end_matches(']').parse::<usize>().unwrap()],
+            None => &mut stored[rest],
+        };
+        *slot = json!(position.expression);
+    }
+    let (previewed, withheld) =
+        substitute_dynamic_references(&value, path, &ctx(), &Withholding(table())).unwrap();
+    assert_eq!(previewed, stored);
+    assert_eq!(previewed["Public"], json!("public-value"));
+    assert_eq!(
+        previewed["Url"],
+        json!("postgres://{{resolve:secretsmanager:db:SecretString:user}}@public-value/x")
+    );
+    assert_eq!(
+        withheld.plaintexts().count(),
+        0,
+        "nothing secret was learned"
+    );
+    let positions: Vec<&str> = withheld.positions().map(|(p, _)| p).collect();
+    let expected: Vec<&str> = secrets.positions().map(|(p, _)| p).collect();
+    assert_eq!(positions, expected);
+}

@@ -76,6 +76,8 @@ pub struct ExternalReader {
     /// (producer stack, region, output key or export name) → the plaintext
     /// this process resolved for it (the same-run bridge over `***`).
     run_outputs: Mutex<HashMap<(String, String, String), Value>>,
+    /// A preview's reader: no secret is ever fetched ([`Self::withholding_secrets`]).
+    withhold_secrets: bool,
 }
 
 impl ExternalReader {
@@ -96,7 +98,21 @@ impl ExternalReader {
             assume_role_calls: AtomicUsize::new(0),
             azs: Mutex::new(HashMap::new()),
             run_outputs: Mutex::new(HashMap::new()),
+            withhold_secrets: false,
         }
+    }
+
+    /// A reader for a read-only preview (`cdkd diff`, `deploy --dry-run`): Secrets Manager is
+    /// never called, SSM parameters are read without decryption, and every lookup's dynamic
+    /// references keep their secret-bearing ones as written (the expression state stores), so
+    /// nothing secret is fetched, for this stack or through another stack's published value.
+    pub fn withholding_secrets(mut self) -> Self {
+        self.withhold_secrets = true;
+        self
+    }
+
+    pub fn withholds_secrets(&self) -> bool {
+        self.withhold_secrets
     }
 
     /// `--no-cfn-fallback`: no CloudFormation `ListExports` / `DescribeStacks`
@@ -310,5 +326,9 @@ impl DynamicLookup for DynamicCache {
                 key.region()
             ))),
         }
+    }
+
+    fn withholds_secrets(&self) -> bool {
+        self.withholds()
     }
 }

@@ -109,10 +109,14 @@ pub async fn prefetch(
 
 impl PrefetchedLookup {
     pub fn new(reader: Arc<ExternalReader>, ctx: ResolveContext) -> Self {
+        let dynamic = match reader.withholds_secrets() {
+            true => DynamicCache::withholding(),
+            false => DynamicCache::new(),
+        };
         PrefetchedLookup {
             reader,
             ctx,
-            dynamic: DynamicCache::new(),
+            dynamic,
             imports: Mutex::default(),
             outputs: Mutex::default(),
             azs: Mutex::default(),
@@ -208,9 +212,11 @@ impl PrefetchedLookup {
     /// carried (those stay literal).
     async fn fetch_references(&self, refs: &[DynamicReference]) {
         let literals = self.literals();
+        let withhold = self.dynamic.withholds();
         let keys = refs
             .iter()
             .filter(|r| !literals.contains(&r.text))
+            .filter(|r| !(withhold && r.is_secret_by_kind()))
             .map(|r| r.fetch_key(self.ctx.region()))
             .collect();
         self.dynamic.ensure(&self.reader, keys).await;
@@ -519,6 +525,10 @@ fn string_leaves(v: &Value, path: String, out: &mut Vec<(String, String)>) {
 impl DynamicLookup for PrefetchedLookup {
     fn fetched(&self, key: &FetchKey) -> Result<Fetched, LookupError> {
         self.dynamic.fetched(key)
+    }
+
+    fn withholds_secrets(&self) -> bool {
+        self.dynamic.withholds()
     }
 }
 

@@ -356,7 +356,7 @@ async fn a_cloudformation_stack_with_a_nested_stack_is_migrated_and_every_resour
     );
 
     // cdkd now owns the stack and sees nothing to change.
-    let (code, stdout, stderr) = run(&app, &["diff", "--fail"]);
+    let (code, stdout, stderr) = run(&app, &["diff", "--fail", "--recursive"]);
     assert_eq!(code, 0, "diff after migration:\n{stdout}\n{stderr}");
 }
 
@@ -426,6 +426,6 @@ async fn a_template_over_the_inline_limit_is_submitted_through_the_state_bucket(
         .filter(|k| k.starts_with("cdkd-migrate-tmp/"))
         .collect();
     assert_eq!(current, Vec::<String>::new());
-    let (code, stdout, stderr) = run(&app, &["diff", "--fail"]);
+    let (code, stdout, stderr) = run(&app, &["diff", "--fail", "--recursive"]);
     assert_eq!(code, 0, "diff after migration:\n{stdout}\n{stderr}");
 }

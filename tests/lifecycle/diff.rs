@@ -1,7 +1,13 @@
 //! `cdkd diff` end to end against the emulator: right after a deploy of a fixture app
 //! `cdkd diff --fail` exits 0; the app's second variant exits 1 with exactly the expected rows
 //! (golden files, random suffixes and the endpoint filtered); a stack reading a secret and a
-//! NoEcho parameter never shows either value.
+//! NoEcho parameter never shows either value; public SSM values compare resolved (an
+//! out-of-band change is exactly that change) while no secret is fetched; a no-change deploy
+//! keeps an output it cannot resolve, and its export; and the property test: generated
+//! templates and the SSM-reading fixture, deployed, then diffed and dry-run with nothing to do.
+
+#[path = "diff_support/generate.rs"]
+mod generate;
 
 use crate::support;
 
@@ -331,16 +337,52 @@ async fn nested_and_lambda_are_clean_after_deploy() {
         let bucket = bootstrap();
         let dir = fixture(app);
         deploy(&dir, &bucket, &["--all"]);
-        assert_clean(&dir, &bucket, &["--all"]);
+        assert_clean(&dir, &bucket, &["--all", "--recursive"]);
         if app == "nested" {
-            // The child is diffed too, against its own record.
-            let (_, stdout, _) = run("diff", &dir, &bucket, &["--all"]);
+            // With --recursive the child is diffed too, against its own record; without it
+            // (upstream's default, as `cdk diff`) only the parent is.
+            let (_, stdout, _) = run("diff", &dir, &bucket, &["--all", "--recursive"]);
             assert!(stdout.contains("Stack ParentStack~"), "{stdout}");
+            let (_, stdout, _) = run("diff", &dir, &bucket, &["--all"]);
+            assert!(!stdout.contains("Stack ParentStack~"), "{stdout}");
         }
         // The second variant: nested, the child queue's VisibilityTimeout in place (its only
         // non-stateful create-only candidate is the queue the parent reads); lambda, a
         // function's Timeout in place and the other's FunctionName (create-only).
-        assert_variant_golden(&format!("{app}-v2"), &bucket, &["--all"]);
+        assert_variant_golden(&format!("{app}-v2"), &bucket, &["--all", "--recursive"]);
+        if app == "nested" {
+            // The nested row removed from the parent: --recursive shows the child's whole
+            // record as deleted under its parent.
+            let gone = tempfile::tempdir().unwrap();
+            let manifest = json!({"version": "36.0.0", "artifacts": {"ParentStack": {
+                "type": "aws:cloudformation:stack",
+                "environment": "aws://unknown-account/unknown-region",
+                "properties": {"templateFile": "p.json"}
+            }}});
+            std::fs::write(gone.path().join("manifest.json"), manifest.to_string()).unwrap();
+            let template = json!({"Resources": {"Kept": {"Type": "AWS::SQS::Queue"}}});
+            std::fs::write(gone.path().join("p.json"), template.to_string()).unwrap();
+            let (code, stdout, stderr) = run(
+                "diff",
+                gone.path(),
+                &bucket,
+                &["--recursive", "--json", "--fail"],
+            );
+            assert_eq!(code, 1, "{stdout}\n{stderr}");
+            let v: Value = serde_json::from_str(&stdout).expect("json");
+            let child = &v["stacks"][0]["nested"][0];
+            assert!(
+                child["stackName"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("ParentStack~ChildNestedStack")),
+                "{v}"
+            );
+            let rows = child["resources"].as_array().expect("rows");
+            assert!(
+                !rows.is_empty() && rows.iter().all(|r| r["change"] == json!("DELETE")),
+                "{v}"
+            );
+        }
     }
     delete_parameter("/cdkd/nested/child-queue-arn").await;
 }
@@ -377,4 +419,365 @@ async fn a_damaged_record_is_previewed_and_blocks_with_exit_3() {
     assert_eq!(code, 3);
     let v: Value = serde_json::from_str(&stdout).expect("json");
     assert_eq!(v["blocked"], json!(true));
+}
+
+/// Puts an SSM String parameter (overwriting).
+async fn put_parameter(name: &str, value: &str) {
+    aws_sdk_ssm::Client::new(&sdk_config().await)
+        .put_parameter()
+        .name(name)
+        .value(value)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .overwrite(true)
+        .send()
+        .await
+        .expect("put parameter");
+}
+
+/// The SDK operations a `CDKD_TRACE_FILE` trace recorded.
+fn traced_operations(trace: &Path) -> Vec<String> {
+    std::fs::read_to_string(trace)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["op"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn public_ssm_values_are_compared_resolved_and_an_out_of_band_change_is_exactly_that_change()
+{
+    let config = sdk_config().await;
+    let base = format!("/cdkd-diff/{}", unique_name("dyn"));
+    let name = format!("{base}/name");
+    let typed = format!("{base}/typed");
+    let versioned = format!("{base}/versioned");
+    put_parameter(&name, "plain-value-1").await;
+    put_parameter(&typed, "typed-value-1").await;
+    put_parameter(&versioned, "version-one").await;
+    put_parameter(&versioned, "version-two").await;
+    let secret_name = unique_name("diff-dyn-secret");
+    let secret_plain = "S3cretN0tF3tched";
+    aws_sdk_secretsmanager::Client::new(&config)
+        .create_secret()
+        .name(&secret_name)
+        .secret_string(secret_plain)
+        .send()
+        .await
+        .expect("create secret");
+    let stack = format!("Diff{}", unique_name("dyn").replace('-', "x"));
+    let template = json!({
+        "Parameters": {"Typed": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": typed}},
+        "Resources": {
+            "Whole": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": format!("{base}/out-whole"), "Type": "String",
+                "Value": format!("{{{{resolve:ssm:{name}}}}}")}},
+            "Joined": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": format!("{base}/out-joined"), "Type": "String",
+                "Value": {"Fn::Join": ["-", ["pre", format!("{{{{resolve:ssm:{name}}}}}"),
+                    {"Ref": "Typed"}]]}}},
+            "Versioned": {"Type": "AWS::SNS::Topic", "Properties": {
+                "DisplayName": format!("{{{{resolve:ssm:{versioned}:1}}}}")}},
+            "FromSecret": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": format!("{base}/out-secret"), "Type": "String",
+                "Value": format!("s={{{{resolve:secretsmanager:{secret_name}}}}}")}}
+        },
+        "Outputs": {"Shown": {"Value": format!("{{{{resolve:ssm:{name}}}}}")}}
+    });
+    let app = support::app::App::new("cdkd-diff-dyn");
+    app.write_stacks(&[(&stack, &template, &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let record = app.record(&stack);
+    assert_eq!(
+        record["resources"]["Joined"]["properties"]["Value"],
+        json!("pre-plain-value-1-typed-value-1"),
+        "{record}"
+    );
+    let dir = app.dir.path();
+    assert_clean(dir, &app.bucket, &[]);
+    // The dry run plans the same: nothing to do.
+    let (code, stdout, stderr) = run("deploy", dir, &app.bucket, &["--dry-run"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stderr.contains("no resource changes"), "{stdout}\n{stderr}");
+
+    // No secret is read by the diff, and none of its plaintext is shown.
+    let trace = dir.join("diff-trace.jsonl");
+    let out = cdkd()
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("CDKD_TRACE_FILE", &trace)
+        .args(["diff", "--fail", "--app", dir.to_str().unwrap()])
+        .args(["--state-bucket", &app.bucket])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let ops = traced_operations(&trace);
+    assert!(ops.iter().any(|o| o.ends_with("GetParameter")), "{ops:?}");
+    assert!(!ops.iter().any(|o| o.contains("GetSecretValue")), "{ops:?}");
+
+    // Out of band: the public value changes. The diff shows exactly that change, in both
+    // resources that read it and in the output, and nothing else.
+    put_parameter(&name, "plain-value-2").await;
+    let (code, stdout, stderr) = run("diff", dir, &app.bucket, &["--fail", "--json"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(!stdout.contains(secret_plain) && !stderr.contains(secret_plain));
+    let v: Value = serde_json::from_str(&stdout).expect("json");
+    let diff = &v["stacks"][0];
+    let rows: Vec<(String, String, Value, Value)> = diff["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| {
+            r["properties"].as_array().unwrap().iter().map(move |p| {
+                (
+                    r["logicalId"].as_str().unwrap().to_owned(),
+                    p["path"].as_str().unwrap().to_owned(),
+                    p["old"].clone(),
+                    p["new"].clone(),
+                )
+            })
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                "Whole".to_owned(),
+                "Value".to_owned(),
+                json!("plain-value-1"),
+                json!("plain-value-2")
+            ),
+            (
+                "Joined".to_owned(),
+                "Value".to_owned(),
+                json!("pre-plain-value-1-typed-value-1"),
+                json!("pre-plain-value-2-typed-value-1")
+            ),
+        ],
+        "{v}"
+    );
+    let outputs: Vec<(String, Value, Value)> = diff["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["key"].as_str().unwrap().to_owned(),
+                o["old"].clone(),
+                o["new"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outputs,
+        vec![(
+            "Shown".to_owned(),
+            json!("plain-value-1"),
+            json!("plain-value-2")
+        )],
+        "{v}"
+    );
+    // The SSM-typed parameter's value changes too: the resource reading it shows it.
+    put_parameter(&name, "plain-value-1").await;
+    put_parameter(&typed, "typed-value-2").await;
+    let (code, stdout, stderr) = run("diff", dir, &app.bucket, &["--fail"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("pre-plain-value-1-typed-value-2"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("Whole") && !stdout.contains("Versioned"),
+        "{stdout}"
+    );
+    // Deployed, the diff is clean again.
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_clean(dir, &app.bucket, &[]);
+}
+
+/// `cdkd diff --all --fail` and `cdkd deploy --all --dry-run` right after a deploy: nothing.
+fn assert_all_clean(dir: &Path, bucket: &str, stacks: &[&str], label: &str) {
+    assert_clean(dir, bucket, &["--all"]);
+    let (code, stdout, stderr) = run("deploy", dir, bucket, &["--all", "--dry-run"]);
+    assert_eq!(code, 0, "{label}: dry run\n{stdout}\n{stderr}");
+    for stack in stacks {
+        let plan = format!("{stack} (");
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&plan))
+            .unwrap_or_else(|| panic!("{label}: no plan line for {stack}\n{stderr}"));
+        assert!(
+            line.contains("no resource changes"),
+            "{label}: the dry run plans a change right after a deploy: {line}\n{stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn property_a_diff_right_after_a_deploy_is_empty_for_generated_templates_and_fixtures() {
+    let seed: u64 = std::env::var("CDKD_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(1)
+        });
+    eprintln!("property test seed: CDKD_DIFF_SEED={seed}");
+    let config = sdk_config().await;
+    let base = format!("/cdkd-prop/{}", unique_name("p"));
+    let (public, typed) = (format!("{base}/public"), format!("{base}/typed"));
+    put_parameter(&public, "public-one").await;
+    put_parameter(&public, "public-two").await;
+    put_parameter(&typed, "typed-one").await;
+    let secret = unique_name("prop-secret");
+    let secret_plain = "Pr0pS3cretValue";
+    aws_sdk_secretsmanager::Client::new(&config)
+        .create_secret()
+        .name(&secret)
+        .secret_string(secret_plain)
+        .send()
+        .await
+        .expect("create secret");
+
+    // Generated apps: a chain of stacks, each importing the previous one's export; deployed,
+    // then regenerated with the same resource types (in-place updates) and deployed again.
+    let mut rng = generate::Rng::new(seed);
+    let app = support::app::App::new("cdkd-prop");
+    let names: Vec<String> = (0..5)
+        .map(|i| format!("Prop{}S{i}", unique_name("g").replace('-', "x")))
+        .collect();
+    let shapes: Vec<Vec<&'static str>> = names
+        .iter()
+        .map(|_| {
+            (0..2 + rng.below(4))
+                .map(|_| generate::TYPES[rng.below(generate::TYPES.len())])
+                .collect()
+        })
+        .collect();
+    for round in 0..2 {
+        let templates: Vec<Value> = names
+            .iter()
+            .zip(&shapes)
+            .enumerate()
+            .map(|(i, (name, types))| {
+                let world = generate::World {
+                    public: public.clone(),
+                    typed: typed.clone(),
+                    secret: secret.clone(),
+                    import: (i > 0).then(|| format!("{}-Out0", names[i - 1])),
+                };
+                generate::stack(&mut rng, &world, name, types)
+            })
+            .collect();
+        let deps: Vec<Vec<&str>> = (0..names.len())
+            .map(|i| match i {
+                0 => Vec::new(),
+                _ => vec![names[i - 1].as_str()],
+            })
+            .collect();
+        let stacks: Vec<(&str, &Value, &[&str])> = names
+            .iter()
+            .zip(&templates)
+            .zip(&deps)
+            .map(|((n, t), d)| (n.as_str(), t, d.as_slice()))
+            .collect();
+        app.write_stacks(&stacks);
+        let label = format!("seed {seed} round {round}");
+        let (code, _, stderr) = app.deploy(&["--all"]);
+        assert_eq!(code, 0, "{label}: deploy failed\n{stderr}");
+        let stacks: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_all_clean(app.dir.path(), &app.bucket, &stacks, &label);
+        let (_, stdout, stderr) = run("diff", app.dir.path(), &app.bucket, &["--all"]);
+        assert!(!stdout.contains(secret_plain) && !stderr.contains(secret_plain));
+    }
+
+    // The fixture apps that read SSM at deploy time (the others are covered above in this
+    // file, each deployed then diffed).
+    for name in [
+        "/cdkd/dynamic-refs/out-whole",
+        "/cdkd/dynamic-refs/out-joined",
+    ] {
+        delete_parameter(name).await;
+    }
+    for (name, value) in [
+        ("/cdkd/dynamic-refs/app-name", "fixture-name"),
+        ("/cdkd/dynamic-refs/typed", "fixture-typed"),
+        ("/cdkd/dynamic-refs/pinned", "fixture-pinned"),
+    ] {
+        put_parameter(name, value).await;
+    }
+    let bucket = bootstrap();
+    let dir = fixture("dynamic-refs");
+    deploy(&dir, &bucket, &["--all"]);
+    assert_all_clean(&dir, &bucket, &["DynamicRefsStack"], "dynamic-refs");
+    put_parameter("/cdkd/dynamic-refs/app-name", "fixture-name-2").await;
+    let (code, stdout, stderr) = run("diff", &dir, &bucket, &["--all", "--fail"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("fixture-name-2"), "{stdout}");
+    let (code, _, stderr) = run("destroy", &dir, &bucket, &["--all", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[tokio::test]
+async fn a_no_change_deploy_keeps_an_output_it_cannot_resolve_and_its_export_and_diff_agrees() {
+    let source = format!("/cdkd-diff/{}/source", unique_name("keep"));
+    put_parameter(&source, "kept-value").await;
+    let producer = format!("Keep{}", unique_name("p").replace('-', "x"));
+    let consumer = format!("{producer}Reader");
+    let export = format!("{producer}-name");
+    let producer_t = json!({
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {
+            "Name": {"Value": format!("{{{{resolve:ssm:{source}}}}}"), "Export": {"Name": export}},
+            "Url": {"Value": {"Ref": "Queue"}}
+        }
+    });
+    let consumer_t = json!({"Resources": {"Copy": {"Type": "AWS::SNS::Topic",
+        "Properties": {"DisplayName": {"Fn::ImportValue": export}}}}});
+    let app = support::app::App::new("cdkd-diff-keep");
+    app.write_stacks(&[(&producer, &producer_t, &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // The value the output reads is gone: the deploy cannot resolve it this time.
+    delete_parameter(&source).await;
+    let dir = app.dir.path();
+    let (code, stdout, stderr) = run("diff", dir, &app.bucket, &["--fail", "--json"]);
+    assert_eq!(
+        code, 0,
+        "the diff previews the output as kept:\n{stdout}\n{stderr}"
+    );
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("output Name skipped"), "{stderr}");
+    let record = app.record(&producer);
+    assert_eq!(record["outputs"]["Name"], json!("kept-value"), "{record}");
+    assert_eq!(record["outputs"][&export], json!("kept-value"), "{record}");
+    assert!(
+        record["exportNames"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!(export))),
+        "{record}"
+    );
+    assert!(record["skippedOutputs"]["Name"].is_string(), "{record}");
+    let (code, stdout, stderr) = run("diff", dir, &app.bucket, &["--fail"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // A second no-change deploy writes nothing, and the export still resolves for a consumer.
+    app.write_stacks(&[
+        (&producer, &producer_t, &[]),
+        (&consumer, &consumer_t, &[&producer]),
+    ]);
+    let (code, _, stderr) = app.deploy(&["--all"]);
+    assert_eq!(code, 0, "{stderr}");
+    let record = app.record(&consumer);
+    assert_eq!(
+        record["resources"]["Copy"]["properties"]["DisplayName"],
+        json!("kept-value"),
+        "{record}"
+    );
+    assert_clean(dir, &app.bucket, &["--all"]);
 }

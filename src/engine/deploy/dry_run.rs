@@ -2,13 +2,17 @@
 //! (the same state load, parameter binding, conditions, pruning and change rules), with no
 //! lock taken, nothing written and no AWS call that changes anything.
 //!
-//! Cross-stack reads go through the deploy's plain lookup, not the prefetching reader: that
-//! reader may write the exports index through, which a dry run must not.
+//! Outside values resolve as the diff resolves them (`prepare::prepare_for_preview`): through
+//! a reader of the deploy's clients and state bucket with no exports index (the deploy's may
+//! write the index through, which a dry run must not) that withholds secrets, so public
+//! dynamic references compare as their values and secret-bearing ones as their expressions.
+
+use std::sync::Arc;
 
 use super::{plan, prepare, DeployEnv, DeployError, DeployOptions, StackTarget};
 use crate::error::Error;
 use crate::plan::ChangeSet;
-use crate::resolve::ResolveContext;
+use crate::resolve::{ExternalReader, ResolveContext};
 use crate::state::backend::BackendError;
 use crate::state::StackState;
 use crate::ui;
@@ -44,14 +48,36 @@ pub async fn dry_run(
         None => StackState::new(stack, region),
     };
     let ctx = ResolveContext::new(stack, region, Some(env.account_id.clone()));
-    let prepared = prepare::prepare(
-        stack,
-        target.template_file,
-        ctx,
-        &options.parameters,
-        &options.secret_parameters,
-        env.external.clone(),
-    )?;
+    let reader = env.reader.as_ref().map(|r| {
+        Arc::new(
+            ExternalReader::new(env.clients.clone(), env.backend.clone(), None)
+                .with_cfn_fallback(r.cfn_fallback())
+                .withholding_secrets(),
+        )
+    });
+    let prepared = match reader {
+        Some(reader) => {
+            prepare::prepare_for_preview(
+                stack,
+                target.template_file,
+                ctx,
+                &options.parameters,
+                &options.secret_parameters,
+                Some(reader),
+                &state,
+                &env.registry,
+            )
+            .await?
+        }
+        None => prepare::prepare(
+            stack,
+            target.template_file,
+            ctx,
+            &options.parameters,
+            &options.secret_parameters,
+            env.external.clone(),
+        )?,
+    };
     let template = &prepared.resolution.template;
     let completed =
         super::unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;

@@ -17,8 +17,8 @@ use crate::plan::DependencyGraph;
 use crate::provider::{is_skipped_type, Registry};
 use crate::redact::{Needles, RecordRedactor};
 use crate::resolve::{
-    bind_parameters, prune, ExternalLookup, ExternalReader, NoResources, ParameterOverride,
-    ParameterValue, PrefetchedLookup, PruneReport, ResolveContext, Resolver,
+    bind_parameters, prune, ExternalLookup, ExternalReader, NoExternalLookup, NoResources,
+    ParameterOverride, ParameterValue, PrefetchedLookup, PruneReport, ResolveContext, Resolver,
 };
 use crate::state::StackState;
 use crate::template::{parse_template_file, Template};
@@ -91,6 +91,45 @@ pub(super) async fn prepare_prefetched(
         ui::warn(r.redactor.mask_text(&w));
     }
     Ok(prepared)
+}
+
+/// Prepares a stack for a read-only preview (`cdkd diff`, `deploy --dry-run`): the deploy's
+/// own prefetching preparation when there is a reader, which must withhold secrets (checked:
+/// a reader that would fetch one is not used), else the plain one with nothing read from
+/// outside.
+pub(super) async fn prepare_for_preview(
+    stack: &str,
+    template_file: &Path,
+    ctx: ResolveContext,
+    overrides: &[ParameterOverride],
+    secret_parameters: &[(String, Option<String>)],
+    reader: Option<Arc<ExternalReader>>,
+    state: &StackState,
+    registry: &Registry,
+) -> Result<Prepared, DeployError> {
+    match reader.filter(|r| r.withholds_secrets()) {
+        Some(reader) => {
+            prepare_prefetched(
+                stack,
+                template_file,
+                ctx,
+                overrides,
+                secret_parameters,
+                reader,
+                state,
+                registry,
+            )
+            .await
+        }
+        None => prepare(
+            stack,
+            template_file,
+            ctx,
+            overrides,
+            secret_parameters,
+            Arc::new(NoExternalLookup),
+        ),
+    }
 }
 
 fn build(

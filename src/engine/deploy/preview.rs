@@ -1,8 +1,11 @@
 //! The deploy's own preparation and change computation for one stack, read-only, for
 //! `cdkd diff`: the same parameter binding, condition evaluation, pruning, per-resource change
-//! rules and outputs bag as a deploy, against a record the caller loaded. No lock is taken,
-//! nothing is written, and no dynamic reference is fetched: the preparation is the plain one
-//! ([`prepare::prepare`]), so a `{{resolve:...}}` stays its expression on both sides.
+//! rules and outputs bag as a deploy, against a record the caller loaded. No lock is taken and
+//! nothing is written. The preparation is the deploy's prefetching one
+//! ([`prepare::prepare_prefetched`]) over a reader that withholds secrets
+//! ([`ExternalReader::withholding_secrets`]): public dynamic references and SSM-typed
+//! parameters resolve to the values a deploy would send, secret-bearing references stay the
+//! expression state stores, and no secret is fetched.
 //!
 //! This module only exposes what the deploy computes; it holds no comparison rule of its own.
 
@@ -19,7 +22,7 @@ use super::{outputs, plan, prepare, DeployError};
 use crate::plan::ChangeSet;
 use crate::provider::{Registry, Route};
 use crate::redact::Needles;
-use crate::resolve::{ExternalLookup, ParameterOverride, ResolveContext};
+use crate::resolve::{ExternalReader, ParameterOverride, ResolveContext};
 use crate::state::StackState;
 use crate::template::Template;
 
@@ -57,20 +60,32 @@ pub(crate) struct NestedChild {
     pub parameters: Result<Vec<ParameterOverride>, String>,
 }
 
-/// Computes `stack`'s plan and outputs against `state`.
+/// Computes `stack`'s plan and outputs against `state`. `reader` must withhold secrets
+/// ([`ExternalReader::withholding_secrets`]); `None` reads nothing from outside (every
+/// outside value stays unknown and is not compared).
 #[allow(clippy::too_many_arguments)] // the deploy's own inputs, passed through unchanged
-pub(crate) fn preview(
+pub(crate) async fn preview(
     stack: &str,
     region: &str,
     account_id: &str,
     template_file: &Path,
     overrides: &[ParameterOverride],
-    external: Arc<dyn ExternalLookup + Send + Sync>,
+    reader: Option<Arc<ExternalReader>>,
     state: &StackState,
     registry: &Registry,
 ) -> Result<Preview, DeployError> {
     let ctx = ResolveContext::new(stack, region, Some(account_id.to_owned()));
-    let prepared = prepare::prepare(stack, template_file, ctx, overrides, &[], external)?;
+    let prepared = prepare::prepare_for_preview(
+        stack,
+        template_file,
+        ctx,
+        overrides,
+        &[],
+        reader,
+        state,
+        registry,
+    )
+    .await?;
     prepared.resolution.redactor.seed_attributes(state);
     let mut refusals = Vec::new();
     let plan = match plan::plan(&prepared, state, registry, false) {
@@ -99,7 +114,11 @@ pub(crate) fn preview(
 
     let resolution = &prepared.resolution;
     let snapshot = Snapshot::from_records(registry, state.resources.iter());
-    let outs = outputs::resolve_outputs(resolution, &snapshot, &prepared.prune, stack);
+    let mut outs = outputs::resolve_outputs(resolution, &snapshot, &prepared.prune, stack);
+    // The deploy's no-change merge (kept_outputs.rs), previewed.
+    if !plan.has_resource_changes() {
+        outs.keep_failed(&resolution.template, state);
+    }
 
     let assembly_dir = template_file.parent().unwrap_or(Path::new("."));
     let mut nested = Vec::new();

@@ -3,17 +3,20 @@
 //! Per stack the record is read (leniently: a diff never writes, so damage is dropped, warned
 //! about and reported under "blocking"), and the deploy's own preparation, change computation
 //! and outputs bag are run against it ([`crate::engine::deploy::preview`]); no lock is taken.
-//! What only AWS could answer stays best-effort: a value that cannot be resolved before a
-//! dependency exists is not compared, and no secret is fetched. An attribute a reference reads
-//! that the record of an existing resource lacks is read back from AWS first (read-only, as
-//! the deploy does); one that cannot be read is a change `[known after deploy]`. Nested stacks are diffed
-//! recursively against their child records (`{parent}~{logicalId}`).
+//! Outside values resolve as the deploy resolves them (cross-stack reads, SSM-typed
+//! parameters, public `{{resolve:ssm:...}}`), through a reader with no exports index that
+//! withholds secrets: a secret-bearing reference is compared as the expression state stores,
+//! and no secret is fetched. A value that cannot be resolved before a dependency exists is not
+//! compared. An attribute a reference reads that the record of an existing resource lacks is
+//! read back from AWS first (read-only, as the deploy does); one that cannot be read is a
+//! change `[known after deploy]`. With `--recursive`, nested stacks are diffed against their
+//! child records (`{parent}~{logicalId}`) and shown under their parent.
 //!
 //! - [`rows`]: resource rows with only the changed sub-properties;
 //! - [`outputs`]: the outputs bag compared key by key, with the spec's withholding rules.
 
-pub mod external;
 pub mod outputs;
+mod removed;
 pub mod rows;
 
 use std::future::Future;
@@ -39,12 +42,15 @@ pub use rows::{PropertyChange, ResourceDiff};
 pub struct DiffEnv {
     pub backend: Arc<S3Backend>,
     pub registry: Arc<Registry>,
-    /// Cross-stack reads, read-only (see [`external`]); `None` leaves them unknown.
+    /// Outside reads, read-only: no exports index, and it must withhold secrets
+    /// ([`ExternalReader::withholding_secrets`]); `None` leaves every outside value unknown.
     pub reader: Option<Arc<ExternalReader>>,
     pub account_id: String,
     /// Reads back an attribute a reference reads that a record lacks (read-only); `None`
     /// leaves such a property a possible change.
     pub clients: Option<Arc<crate::aws::Clients>>,
+    /// `--recursive`: diff each nested stack against its child record, under its parent.
+    pub recursive: bool,
 }
 
 /// The stack to diff.
@@ -179,25 +185,17 @@ fn diff_boxed(
             }
             None => state,
         };
-        let lookup = external::lookup_for(
-            env.reader.as_ref(),
-            &stack,
-            &region,
-            &env.account_id,
-            &template_file,
-            &overrides,
-        )
-        .await;
         let pre = preview(
             &stack,
             &region,
             &env.account_id,
             &template_file,
             &overrides,
-            lookup,
+            env.reader.clone(),
             &state,
             &env.registry,
-        )?;
+        )
+        .await?;
         diff.blocking.extend(pre.refusals.iter().cloned());
         diff.resources = rows::resource_rows(&pre, &state);
         let (outs, notes) = outputs::compare(&outputs::OutputsInput {
@@ -217,7 +215,7 @@ fn diff_boxed(
             diff.notes.push(note);
         }
 
-        for child in &pre.nested {
+        for child in pre.nested.iter().filter(|_| env.recursive) {
             let name = child.stack_name.clone();
             let (file, params) = match (&child.template_file, &child.parameters) {
                 (Ok(f), Ok(p)) => (f.clone(), p.clone()),
@@ -240,8 +238,35 @@ fn diff_boxed(
             .await?;
             diff.nested.push(nested);
         }
+        if env.recursive {
+            let withhold = outputs::template_holds_secret_reference(&pre.template);
+            for change in removed_nested(&pre) {
+                let child = format!("{stack}~{change}");
+                let sub = removed::removed_subtree(
+                    env,
+                    child,
+                    region.clone(),
+                    change.clone(),
+                    withhold,
+                    &pre.needles,
+                );
+                diff.nested.push(sub.await?);
+            }
+        }
         Ok(diff)
     })
+}
+
+/// The nested stack rows the deploy deletes (removed from the template, or condition-false).
+fn removed_nested(pre: &Preview) -> Vec<String> {
+    pre.changes
+        .changes
+        .iter()
+        .filter(|c| {
+            c.kind == ChangeKind::Delete && crate::engine::deploy::is_nested(&c.resource_type)
+        })
+        .map(|c| c.logical_id.clone())
+        .collect()
 }
 
 /// The logical ids a deploy would create, update, replace or delete.

@@ -21,6 +21,9 @@ type Slot = Arc<OnceCell<Result<Fetched, LookupError>>>;
 #[derive(Default)]
 pub struct DynamicCache {
     entries: Mutex<HashMap<FetchKey, Slot>>,
+    /// A preview's cache: secrets are never fetched (see
+    /// [`DynamicLookup::withholds_secrets`]).
+    withhold: bool,
 }
 
 impl DynamicCache {
@@ -28,12 +31,25 @@ impl DynamicCache {
         DynamicCache::default()
     }
 
+    /// A cache that never fetches a secret: `GetSecretValue` is never called and parameters
+    /// are read without decryption (a preview's; see [`ExternalReader::withholding_secrets`]).
+    pub fn withholding() -> Self {
+        DynamicCache {
+            withhold: true,
+            ..DynamicCache::default()
+        }
+    }
+
+    pub fn withholds(&self) -> bool {
+        self.withhold
+    }
+
     /// Fetches every key not fetched yet, concurrently.
     pub async fn ensure(&self, reader: &ExternalReader, keys: Vec<FetchKey>) {
         let mut futures: Vec<BoxFuture<'_, ()>> = Vec::new();
         let mut seen = Vec::new();
         for key in keys {
-            if seen.contains(&key) {
+            if seen.contains(&key) || (self.withhold && matches!(key, FetchKey::Secret { .. })) {
                 continue;
             }
             let slot = self.slot(&key);
@@ -97,7 +113,7 @@ impl ExternalReader {
                     .ssm(Some(region))
                     .get_parameter()
                     .name(name)
-                    .with_decryption(true)
+                    .with_decryption(!self.withholds_secrets())
                     .send()
                     .await;
                 match out {
@@ -109,10 +125,12 @@ impl ExternalReader {
                             p.r#type(),
                             Some(aws_sdk_ssm::types::ParameterType::SecureString)
                         );
-                        Ok(Fetched::Parameter {
-                            value: p.value.unwrap_or_default(),
-                            secure,
-                        })
+                        // Read without decryption, a SecureString's value is ciphertext: dropped.
+                        let value = match secure && self.withholds_secrets() {
+                            true => String::new(),
+                            false => p.value.unwrap_or_default(),
+                        };
+                        Ok(Fetched::Parameter { value, secure })
                     }
                     Err(e) => Err(call_failed(
                         key,
@@ -122,6 +140,9 @@ impl ExternalReader {
                     )),
                 }
             }
+            FetchKey::Secret { .. } if self.withholds_secrets() => Err(LookupError::NotAvailable(
+                format!("{} (a preview never reads a secret)", describe(key)),
+            )),
             FetchKey::Secret {
                 region,
                 secret_id,
