@@ -172,6 +172,10 @@ pub struct DeployArgs {
     /// instead of falling back to reading it.
     #[arg(long)]
     pub strict_getatt: bool,
+    /// Delete resources (removed, replaced or rolled back) whose DeletionPolicy or
+    /// UpdateReplacePolicy is Snapshot without the final snapshot (their data is lost).
+    #[arg(long)]
+    pub skip_final_snapshot: bool,
     #[command(flatten)]
     pub fallback: CfnFallback,
 }
@@ -184,10 +188,6 @@ pub struct CfnFallback {
     /// ListExports / DescribeStacks fallback.
     #[arg(long)]
     pub no_cfn_fallback: bool,
-    /// Delete resources (removed, replaced or rolled back) whose DeletionPolicy or
-    /// UpdateReplacePolicy is Snapshot without the final snapshot (their data is lost).
-    #[arg(long)]
-    pub skip_final_snapshot: bool,
 }
 
 impl CfnFallback {
