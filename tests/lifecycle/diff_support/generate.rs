@@ -1,4 +1,4 @@
-//! Random templates for the diff property test (`tests/diff.rs`): stacks of the types the
+//! Random templates for the diff property test (`tests/lifecycle/diff.rs`): stacks of the types the
 //! emulator serves (SQS, SNS, SSM, IAM) with random property values, intrinsics, conditions,
 //! cross-stack imports and dynamic references, from a small seeded generator.
 
