@@ -818,6 +818,31 @@ async fn a_nested_child_fed_secrets_by_its_parent_stores_no_plaintext() {
             assert!(!body.contains(p), "{key} holds a plaintext secret");
         }
     }
+    // diff --recursive (text and --json) hands the child its parent's secret-fed parameters
+    // as the deploy does: clean, and neither plaintext shown.
+    for json_flag in [None, Some("--json")] {
+        let dir = app.dir.path();
+        let out = support::cdkd()
+            .current_dir(dir)
+            .args(["diff", "--recursive", "--fail", "--parameters", &overrides])
+            .args(json_flag)
+            .args(["--app", dir.to_str().expect("utf-8 path")])
+            .args(["--state-bucket", &app.bucket])
+            .output()
+            .expect("runs");
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{json_flag:?}:\n{text}");
+        for p in [secret_plain, no_echo_plain] {
+            assert!(
+                !text.contains(p),
+                "diff --recursive {json_flag:?} printed {p}"
+            );
+        }
+    }
     let (code, _, stderr) = app.deploy(&["--parameters", &overrides]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.to_lowercase().contains("no changes"), "{stderr}");

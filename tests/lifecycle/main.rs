@@ -19,3 +19,4 @@ mod deploy_plan;
 mod deploy_secrets;
 mod destroy;
 mod diff;
+mod secrets_paths;

@@ -58,6 +58,9 @@ pub(crate) struct NestedChild {
     pub template_file: Result<PathBuf, String>,
     /// The row's resolved Parameters as the child's parameter values.
     pub parameters: Result<Vec<ParameterOverride>, String>,
+    /// The row's parameters the parent fills from a secret (`nested::secret_parameters`):
+    /// the child masks them as its deploy would.
+    pub secret_parameters: Vec<(String, Option<String>)>,
 }
 
 /// Computes `stack`'s plan and outputs against `state`. `reader` must withhold secrets
@@ -70,6 +73,7 @@ pub(crate) async fn preview(
     account_id: &str,
     template_file: &Path,
     overrides: &[ParameterOverride],
+    secret_parameters: &[(String, Option<String>)],
     reader: Option<Arc<ExternalReader>>,
     state: &StackState,
     registry: &Registry,
@@ -80,7 +84,7 @@ pub(crate) async fn preview(
         template_file,
         ctx,
         overrides,
-        &[],
+        secret_parameters,
         reader,
         state,
         registry,
@@ -132,18 +136,31 @@ pub(crate) async fn preview(
             .properties_lenient(&snapshot, id)
             .map(|(d, _)| d)
             .map_err(|e| e.to_string());
-        let (template_file, parameters) = match desired {
-            Ok(d) => (
-                super::nested::child_template(assembly_dir, id, res, &d),
-                super::nested::child_parameters(&child, &d),
-            ),
-            Err(e) => (Err(e.clone()), Err(e)),
+        let (template_file, parameters, secret_parameters) = match desired {
+            Ok(d) => {
+                // As the deploy hands them over: substituted, with the row's secret-fed
+                // parameters named so the child masks them (never shown in its diff).
+                let (sent, secret) = match resolution.secure(id, d.clone()) {
+                    Ok(s) => {
+                        let secret = super::nested::secret_parameters(&s.sent, &s.stored);
+                        (s.sent, secret)
+                    }
+                    Err(_) => (d, Vec::new()),
+                };
+                (
+                    super::nested::child_template(assembly_dir, id, res, &sent),
+                    super::nested::child_parameters(&child, &sent),
+                    secret,
+                )
+            }
+            Err(e) => (Err(e.clone()), Err(e), Vec::new()),
         };
         nested.push(NestedChild {
             logical_id: id.clone(),
             stack_name: child,
             template_file,
             parameters,
+            secret_parameters,
         });
     }
 

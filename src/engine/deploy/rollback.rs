@@ -383,20 +383,19 @@ impl Reverter<'_> {
             self.book.put(id, Some(previous.clone())).await;
             return Ok(());
         }
-        if holds_mask(&previous.properties) {
-            return Err(
-                "its previous properties hold a masked secret or NoEcho value, which a \
-                 rollback cannot send back; re-deploy the previous version of the app instead"
-                    .into(),
-            );
-        }
         let Some((_, provider)) = record_provider(self.registry, previous) else {
             return Err(format!("no provider serves {}", previous.resource_type));
+        };
+        let properties = if holds_mask(&previous.properties) {
+            self.unmasked_from_aws(id, previous, physical_id, provider.as_ref())
+                .await?
+        } else {
+            previous.properties.clone()
         };
         let req = ResourceRequest {
             logical_id: id,
             resource_type: &previous.resource_type,
-            properties: &previous.properties,
+            properties: &properties,
             client_token: None,
         };
         match provider
@@ -412,6 +411,98 @@ impl Reverter<'_> {
                 "its previous properties cannot be restored in place ({reason})"
             )),
         }
+    }
+}
+
+impl Reverter<'_> {
+    /// `previous.properties` with each masked position (`***`, or a `{{resolve:...}}`
+    /// expression standing for a secret) filled with the value AWS holds there now, read back
+    /// through the provider (state-schema, "What else changes": a rollback revert sends the
+    /// value AWS holds at a masked position). The filled copy is sent only, never recorded;
+    /// a position the readback cannot report refuses the revert.
+    async fn unmasked_from_aws(
+        &self,
+        id: &str,
+        previous: &ResourceState,
+        physical_id: &str,
+        provider: &dyn crate::provider::Provider,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        let refusal = |why: &str| {
+            format!(
+                "its previous properties hold a masked secret or NoEcho value, which a rollback \
+                 can send back only as AWS reports it, and {why}; re-deploy the previous version \
+                 of the app instead"
+            )
+        };
+        let req = ResourceRequest {
+            logical_id: id,
+            resource_type: &previous.resource_type,
+            properties: &previous.properties,
+            client_token: None,
+        };
+        let live = match provider.read(&self.ctx, &req, physical_id).await {
+            Ok(Some(live)) => serde_json::Value::Object(live),
+            Ok(None) => return Err(refusal("AWS no longer reports the resource")),
+            Err(_) => return Err(refusal("reading it back from AWS failed")),
+        };
+        let mut out = serde_json::Value::Object(previous.properties.clone());
+        let mut paths = Vec::new();
+        masked_paths(&out, &mut Vec::new(), &mut paths);
+        for path in paths {
+            let now = crate::redact::positions::get_at(&live, &path)
+                .filter(|v| !holds_mask(&v_map(v)))
+                .cloned();
+            let (Some(now), Some(slot)) =
+                (now, crate::redact::positions::get_at_mut(&mut out, &path))
+            else {
+                return Err(refusal(
+                    "AWS does not report the value at a masked position",
+                ));
+            };
+            *slot = now;
+        }
+        match out {
+            serde_json::Value::Object(m) => Ok(m),
+            _ => Err(refusal("its record is not an object")),
+        }
+    }
+}
+
+/// `v` as the one-entry map [`holds_mask`] reads.
+fn v_map(v: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert(String::new(), v.clone());
+    m
+}
+
+/// The paths of the string leaves of `v` a record holds masked.
+fn masked_paths(
+    v: &serde_json::Value,
+    at: &mut Vec<crate::state::PathSegment>,
+    out: &mut Vec<Vec<crate::state::PathSegment>>,
+) {
+    use crate::state::PathSegment;
+    match v {
+        serde_json::Value::String(_) => {
+            if holds_mask(&v_map(v)) {
+                out.push(at.clone());
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                at.push(PathSegment::Index(i as u64));
+                masked_paths(x, at, out);
+                at.pop();
+            }
+        }
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                at.push(PathSegment::Key(k.clone()));
+                masked_paths(x, at, out);
+                at.pop();
+            }
+        }
+        _ => {}
     }
 }
 

@@ -119,6 +119,7 @@ pub async fn diff_stack(
         target.region.to_owned(),
         target.template_file.to_path_buf(),
         overrides.to_vec(),
+        Vec::new(),
         None,
     )
     .await
@@ -132,6 +133,7 @@ fn diff_boxed(
     region: String,
     template_file: std::path::PathBuf,
     overrides: Vec<ParameterOverride>,
+    secret_parameters: Vec<(String, Option<String>)>,
     parent_logical_id: Option<String>,
 ) -> Boxed<'_> {
     Box::pin(async move {
@@ -191,6 +193,7 @@ fn diff_boxed(
             &env.account_id,
             &template_file,
             &overrides,
+            &secret_parameters,
             env.reader.clone(),
             &state,
             &env.registry,
@@ -233,6 +236,7 @@ fn diff_boxed(
                 region.clone(),
                 file,
                 params,
+                child.secret_parameters.clone(),
                 Some(child.logical_id.clone()),
             )
             .await?;

@@ -1,0 +1,393 @@
+//! Secrets on every path a stack takes, end to end through the binary against the emulator:
+//! one stack holding a secret reference, a NoEcho parameter and a NoEcho custom resource's
+//! Data goes through diff, diff --json, deploy, deploy --dry-run, a deploy that fails and
+//! rolls back, and destroy, and no command's output and no version of any object in the state
+//! bucket holds any of the three plaintexts; and a custom resource whose Delete would need a
+//! masked property is not sent `***` but skipped and reported unaddressed.
+
+use crate::support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::app::App;
+use support::handler::{invocations, respond, success};
+use support::{sdk_config, unique_name};
+
+const TRUST: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+
+/// `cdkd ARGS --app DIR --state-bucket B`: (exit code, stdout, stderr).
+fn run(app: &App, args: &[&str]) -> (i32, String, String) {
+    let dir = app.dir.path();
+    let out = support::cdkd()
+        .current_dir(dir)
+        .env("CDKD_PROGRESS", "plain")
+        .env("CDKD_CUSTOM_RESOURCE_TIMEOUT", "30")
+        .args(args)
+        .args(["--app", dir.to_str().expect("utf-8 path")])
+        .args(["--state-bucket", &app.bucket])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("--- cdkd {args:?}\n{stderr}");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+/// Plays `function`'s handler in a thread until the returned flag is set: every invocation
+/// from number `from` on is answered with `answer(number, envelope)`.
+fn serve(
+    function: &str,
+    from: usize,
+    answer: impl Fn(usize, &Value) -> Value + Send + 'static,
+) -> (Arc<AtomicBool>, JoinHandle<usize>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (flag, function) = (stop.clone(), function.to_owned());
+    let handle = std::thread::spawn(move || {
+        let mut next = from;
+        loop {
+            let all = invocations(&function);
+            while let Some(inv) = all.get(next) {
+                respond(&inv["payload"], &answer(next, &inv["payload"]));
+                next += 1;
+            }
+            if flag.load(Ordering::SeqCst) {
+                return next;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    });
+    (stop, handle)
+}
+
+fn stop(server: (Arc<AtomicBool>, JoinHandle<usize>)) -> usize {
+    server.0.store(true, Ordering::SeqCst);
+    server.1.join().expect("handler thread")
+}
+
+fn handler_resources(function: &str) -> serde_json::Map<String, Value> {
+    let resources = json!({
+        "Role": {"Type": "AWS::IAM::Role", "Properties": {
+            "AssumeRolePolicyDocument": serde_json::from_str::<Value>(TRUST).expect("trust")}},
+        "Handler": {"Type": "AWS::Lambda::Function", "Properties": {
+            "FunctionName": function, "Runtime": "python3.12", "Handler": "index.handler",
+            "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+            "Code": {"ZipFile": "def handler(event, context):\n    pass\n"}}}
+    });
+    resources.as_object().expect("object").clone()
+}
+
+/// The scanned stack: a custom resource `Minter` answering NoEcho (read by `TokenCopy` and an
+/// output), a secret reference (`SecretCopy`, an output) and a NoEcho parameter (`PassCopy`,
+/// an output). `Minter` depends on the two copies, so a failed Minter update comes after
+/// both were updated and the rollback reverts them.
+fn scanned_stack(function: &str, base: &str, secret_ref: &str, nonce: u32, desc: &str) -> Value {
+    let mut resources = handler_resources(function);
+    let ssm = |name: &str, value: Value, desc: &str| {
+        json!({"Type": "AWS::SSM::Parameter", "Properties": {
+            "Name": format!("{base}/{name}"), "Type": "String", "Description": desc,
+            "Value": value}})
+    };
+    resources.insert("SecretCopy".into(), ssm("secret", json!(secret_ref), desc));
+    resources.insert(
+        "PassCopy".into(),
+        ssm("pass", json!({"Ref": "DbPass"}), desc),
+    );
+    resources.insert(
+        "Minter".into(),
+        json!({"Type": "Custom::Minter", "DependsOn": ["SecretCopy", "PassCopy"],
+            "Properties": {"ServiceToken": {"Fn::GetAtt": ["Handler", "Arn"]}, "Nonce": nonce}}),
+    );
+    resources.insert(
+        "TokenCopy".into(),
+        ssm("token", json!({"Fn::GetAtt": ["Minter", "Token"]}), "token"),
+    );
+    json!({
+        "Parameters": {"DbPass": {"Type": "String", "NoEcho": true}},
+        "Resources": resources,
+        "Outputs": {
+            "TokenOut": {"Value": {"Fn::GetAtt": ["Minter", "Token"]}},
+            "PassOut": {"Value": {"Ref": "DbPass"}},
+            "SecretOut": {"Value": secret_ref}
+        }
+    })
+}
+
+/// The exit code of a scan step (its stderr is shown by [`run`]).
+fn step_code(
+    step: &mut impl FnMut(&str, &[&str]) -> (i32, String),
+    label: &str,
+    args: &[&str],
+) -> i32 {
+    step(label, args).0
+}
+
+async fn ssm_value(ssm: &aws_sdk_ssm::Client, name: &str) -> String {
+    ssm.get_parameter()
+        .name(name)
+        .send()
+        .await
+        .expect("parameter")
+        .parameter
+        .and_then(|p| p.value)
+        .unwrap_or_default()
+}
+
+/// The Done-when scan of issue 16: every command a stack's life takes, on a stack holding all
+/// three kinds of secret, prints none of them, and no object version stores one.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_command_prints_or_stores_a_secret_reference_no_echo_parameter_or_no_echo_data() {
+    let config = sdk_config().await;
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    let app = App::new("cdkd-scan");
+    let stack = format!("Scan{}", unique_name("s").replace('-', "x"));
+    let function = unique_name("scan-minter");
+    let base = format!("/cdkd-test/{}", unique_name("scan"));
+    let secret_name = unique_name("scan-secret");
+    let secret_plain = format!("ScanS3cret{}", unique_name("v").replace('-', ""));
+    let pass_plain = format!("ScanN0Echo{}", unique_name("v").replace('-', ""));
+    let token_plain = format!("ScanT0ken{}", unique_name("v").replace('-', ""));
+    aws_sdk_secretsmanager::Client::new(&config)
+        .create_secret()
+        .name(&secret_name)
+        .secret_string(&secret_plain)
+        .send()
+        .await
+        .expect("create secret");
+    let secret_ref = format!("{{{{resolve:secretsmanager:{secret_name}:SecretString}}}}");
+    let pass = format!("DbPass={pass_plain}");
+    let write = |nonce: u32, desc: &str| {
+        let template = scanned_stack(&function, &base, &secret_ref, nonce, desc);
+        app.write_stacks(&[(&stack, &template, &[])]);
+    };
+    let mut outputs: Vec<(String, String, String)> = Vec::new();
+    let mut step = |label: &str, args: &[&str]| -> (i32, String) {
+        let (code, stdout, stderr) = run(&app, args);
+        outputs.push((label.to_owned(), stdout, stderr.clone()));
+        (code, stderr)
+    };
+
+    // Before any deploy: diff and diff --json preview the creates.
+    write(1, "d1");
+    assert_eq!(
+        step_code(
+            &mut step,
+            "diff (no state)",
+            &["diff", "--parameters", &pass]
+        ),
+        0
+    );
+    assert_eq!(
+        step_code(
+            &mut step,
+            "diff --json (no state)",
+            &["diff", "--json", "--parameters", &pass]
+        ),
+        0
+    );
+
+    // Deploy: the handler answers NoEcho; every reader gets its plaintext in AWS.
+    let token = token_plain.clone();
+    let server = serve(&function, 0, move |i, e| {
+        let mut r = success(e, "minted-1", json!({"Token": token}));
+        r["NoEcho"] = json!(true);
+        if i == 1 {
+            // The second invocation (the Update of the failing deploy) fails.
+            r["Status"] = json!("FAILED");
+            r["Reason"] = json!("the minter refused this update");
+        }
+        r
+    });
+    assert_eq!(
+        step_code(&mut step, "deploy", &["deploy", "--parameters", &pass]),
+        0
+    );
+    assert_eq!(
+        ssm_value(&ssm, &format!("{base}/secret")).await,
+        secret_plain
+    );
+    assert_eq!(ssm_value(&ssm, &format!("{base}/pass")).await, pass_plain);
+    assert_eq!(ssm_value(&ssm, &format!("{base}/token")).await, token_plain);
+    let record = app.record(&stack);
+    assert_eq!(
+        record["resources"]["SecretCopy"]["properties"]["Value"],
+        json!(secret_ref)
+    );
+    assert_eq!(
+        record["resources"]["PassCopy"]["properties"]["Value"],
+        json!("***")
+    );
+    assert_eq!(
+        record["resources"]["TokenCopy"]["properties"]["Value"],
+        json!("***")
+    );
+
+    // Right after the deploy: diff --fail and diff --json --fail are clean.
+    let diff = ["diff", "--fail", "--parameters", &pass];
+    assert_eq!(step_code(&mut step, "diff --fail", &diff), 0);
+    let diff_json = ["diff", "--json", "--fail", "--parameters", &pass];
+    assert_eq!(step_code(&mut step, "diff --json --fail", &diff_json), 0);
+
+    // A change previewed: dry run and diff of the next template.
+    write(2, "d2");
+    let dry = ["deploy", "--dry-run", "--parameters", &pass];
+    assert_eq!(step_code(&mut step, "deploy --dry-run", &dry), 0);
+    assert_eq!(
+        step_code(&mut step, "diff (change)", &["diff", "--parameters", &pass]),
+        0
+    );
+    assert_eq!(
+        step_code(
+            &mut step,
+            "diff --json (change)",
+            &["diff", "--json", "--parameters", &pass]
+        ),
+        0
+    );
+
+    // The change deployed: the copies update, Minter's handler fails, the deploy rolls back.
+    let (code, failed) = step("failed deploy", &["deploy", "--parameters", &pass]);
+    assert_eq!(code, 1, "{failed}");
+    assert!(
+        failed.contains("the minter refused this update"),
+        "{failed}"
+    );
+    assert!(failed.to_lowercase().contains("roll"), "{failed}");
+    let record = app.record(&stack);
+    assert_eq!(
+        record["resources"]["SecretCopy"]["properties"]["Description"],
+        json!("d1"),
+        "the rollback reverted SecretCopy"
+    );
+    assert_eq!(
+        ssm_value(&ssm, &format!("{base}/secret")).await,
+        secret_plain,
+        "the rollback sent the secret, not its expression"
+    );
+    assert_eq!(ssm_value(&ssm, &format!("{base}/pass")).await, pass_plain);
+
+    // Destroy: Minter's Delete is sent (its properties hold nothing masked).
+    assert_eq!(step_code(&mut step, "destroy", &["destroy", "--force"]), 0);
+    let answered = stop(server);
+    assert!(answered >= 3, "Create, the failed Update and the Delete");
+    let last = &invocations(&function)[answered - 1]["payload"];
+    assert_eq!(last["RequestType"], "Delete");
+
+    drop(step);
+    let plaintexts = [&secret_plain, &pass_plain, &token_plain];
+    for (label, stdout, stderr) in &outputs {
+        for p in plaintexts {
+            assert!(
+                !stdout.contains(p.as_str()) && !stderr.contains(p.as_str()),
+                "{label} printed a plaintext secret"
+            );
+        }
+    }
+    let versions = app.every_object_version().await;
+    assert!(
+        versions.iter().any(|(key, _)| key.contains(&stack)),
+        "the state bucket holds versions of the stack's record"
+    );
+    for (key, body) in &versions {
+        for p in plaintexts {
+            assert!(!body.contains(p.as_str()), "{key} holds a plaintext secret");
+        }
+    }
+}
+
+/// A custom resource whose properties a NoEcho parameter fills holds `***` in its record;
+/// removing it from the template does not send its handler a Delete carrying `***`: the delete
+/// is skipped, the record kept, and the deploy exits 2 (0 with --allow-unaddressed); a
+/// `cdkd state destroy`, which holds no template to re-resolve the value from, skips it too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_custom_resource_delete_that_needs_a_masked_property_is_skipped_and_unaddressed() {
+    let app = App::new("cdkd-masked-delete");
+    let stack = format!("MaskDel{}", unique_name("s").replace('-', "x"));
+    let function = unique_name("masked-delete");
+    let plain = format!("MaskedDel{}", unique_name("v").replace('-', ""));
+    let pass = format!("DbPass={plain}");
+    let template = |with_keeper: bool| {
+        let mut resources = handler_resources(&function);
+        if with_keeper {
+            resources.insert(
+                "Keeper".into(),
+                json!({"Type": "Custom::Keeper", "Properties": {
+                    "ServiceToken": {"Fn::GetAtt": ["Handler", "Arn"]},
+                    "Password": {"Ref": "DbPass"}}}),
+            );
+        }
+        json!({
+            "Parameters": {"DbPass": {"Type": "String", "NoEcho": true}},
+            "Resources": resources
+        })
+    };
+
+    app.write_stacks(&[(&stack, &template(true), &[])]);
+    let server = serve(&function, 0, |_, e| success(e, "keeper-1", json!({})));
+    let (code, _, stderr) = run(&app, &["deploy", "--parameters", &pass]);
+    assert_eq!(code, 0, "{stderr}");
+    let created = invocations(&function);
+    assert_eq!(created.len(), 1);
+    assert_eq!(
+        created[0]["payload"]["ResourceProperties"]["Password"],
+        json!(plain)
+    );
+    let keeper = &app.record(&stack)["resources"]["Keeper"];
+    assert_eq!(keeper["properties"]["Password"], json!("***"));
+    assert_eq!(keeper["noEchoLeaves"], json!([["Password"]]));
+
+    // Removed from the template: skipped, kept, unaddressed.
+    app.write_stacks(&[(&stack, &template(false), &[])]);
+    let (code, _, stderr) = run(&app, &["deploy", "--parameters", &pass]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("Keeper: its Delete is not sent")
+            && stderr.contains("the record is kept")
+            && stderr.contains("cdkd state orphan"),
+        "{stderr}"
+    );
+    assert!(app.record(&stack)["resources"].get("Keeper").is_some());
+    let (code, _, stderr) = run(
+        &app,
+        &["deploy", "--parameters", &pass, "--allow-unaddressed"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("Keeper: its Delete is not sent"),
+        "{stderr}"
+    );
+
+    // `cdkd state destroy` holds no template: the same skip, a partial destroy.
+    let out = support::cdkd()
+        .args(["state", "destroy", &stack, "--force"])
+        .args(["--state-bucket", &app.bucket])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("Keeper: its Delete is not sent"),
+        "{stderr}"
+    );
+    let left = app.record(&stack);
+    assert!(
+        left["resources"].get("Keeper").is_some(),
+        "the record is kept"
+    );
+
+    stop(server);
+    assert_eq!(
+        invocations(&function).len(),
+        1,
+        "the handler was never sent a Delete"
+    );
+    for (key, body) in app.every_object_version().await {
+        assert!(!body.contains(&plain), "{key} holds the NoEcho value");
+    }
+}
