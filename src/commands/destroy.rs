@@ -37,6 +37,8 @@ struct Planned {
     position: usize,
     needs: Vec<usize>,
     termination_protection: bool,
+    /// The app's template of the stack.
+    template_file: std::path::PathBuf,
 }
 
 pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
@@ -68,6 +70,7 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
             position,
             needs: selected.needs[position].clone(),
             termination_protection: stack.termination_protection,
+            template_file: stack.template_file.clone(),
         });
     }
     // Dependents first (consumers before the stacks they read): the selection comes
@@ -147,6 +150,7 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
         let target = DestroyTarget {
             stack_name: &stack.name,
             region: &stack.region,
+            template_file: Some(&stack.template_file),
         };
         let outcome = destroy_one(&env, &target, &options).await;
         if outcome != ExitStatus::Success {
@@ -189,6 +193,7 @@ pub async fn run_state(session: &Session, args: &StateDestroyArgs) -> Result<Exi
     let target = DestroyTarget {
         stack_name: &args.stack,
         region: &region,
+        template_file: None,
     };
     Ok(destroy_one(&env, &target, &options).await)
 }

@@ -304,7 +304,9 @@ async fn no_command_prints_or_stores_a_secret_reference_no_echo_parameter_or_no_
 /// A custom resource whose properties a NoEcho parameter fills holds `***` in its record;
 /// removing it from the template does not send its handler a Delete carrying `***`: the delete
 /// is skipped, the record kept, and the deploy exits 2 (0 with --allow-unaddressed); a
-/// `cdkd state destroy`, which holds no template to re-resolve the value from, skips it too.
+/// `cdkd state destroy`, which holds no template to re-resolve the value from, skips it too,
+/// and so does `cdkd destroy` until today's template reads a NoEcho parameter it can bind
+/// there, when the handler's Delete carries the value.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_custom_resource_delete_that_needs_a_masked_property_is_skipped_and_unaddressed() {
     let app = App::new("cdkd-masked-delete");
@@ -381,12 +383,40 @@ async fn a_custom_resource_delete_that_needs_a_masked_property_is_skipped_and_un
         "the record is kept"
     );
 
-    stop(server);
     assert_eq!(
         invocations(&function).len(),
         1,
         "the handler was never sent a Delete"
     );
+
+    // `cdkd destroy` with the app re-resolves a position from today's template only where it
+    // reads a NoEcho parameter it can bind: not while the template lacks the resource, nor
+    // while the parameter has no Default (destroy takes no parameter values) ...
+    let (code, _, stderr) = run(&app, &["destroy", "--force"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("the app's template no longer holds it")
+            && stderr.contains("Keeper: its Delete is not sent"),
+        "{stderr}"
+    );
+    app.write_stacks(&[(&stack, &template(true), &[])]);
+    let (code, _, stderr) = run(&app, &["destroy", "--force"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("has no Default"), "{stderr}");
+    assert_eq!(invocations(&function).len(), 1);
+    // ... and then the handler gets the value, never '***'; the record goes.
+    let mut with_default = template(true);
+    with_default["Parameters"]["DbPass"]["Default"] = json!(plain);
+    app.write_stacks(&[(&stack, &with_default, &[])]);
+    let (code, stdout, stderr) = run(&app, &["destroy", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains(&plain) && !stderr.contains(&plain));
+    stop(server);
+    let all = invocations(&function);
+    assert_eq!(all.len(), 2, "one Delete");
+    let delete = &all[1]["payload"];
+    assert_eq!(delete["RequestType"], "Delete");
+    assert_eq!(delete["ResourceProperties"]["Password"], json!(plain));
     for (key, body) in app.every_object_version().await {
         assert!(!body.contains(&plain), "{key} holds the NoEcho value");
     }

@@ -52,7 +52,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 pub use changes::{diff_properties, is_stateful, values_equal};
-pub(crate) use delete::delete_recorded;
+pub(crate) use delete::{delete_recorded, masked_delete};
 pub use dry_run::{dry_run, DryRun};
 pub use failure::FailureSummary;
 pub(crate) use nested::is_nested;

@@ -18,6 +18,7 @@
 mod book;
 mod cleanup;
 mod journal;
+mod reresolve;
 pub mod scan;
 
 use std::future::Future;
@@ -128,6 +129,10 @@ impl DestroyReport {
 pub struct DestroyTarget<'a> {
     pub stack_name: &'a str,
     pub region: &'a str,
+    /// The app's template of the stack (`cdkd destroy`; `None` for `cdkd state destroy`):
+    /// a custom resource's masked properties are re-resolved from it for its Delete
+    /// ([`reresolve`]).
+    pub template_file: Option<&'a std::path::Path>,
 }
 
 /// Destroys one stack under its lock.
@@ -159,6 +164,8 @@ struct Run {
     account_id: String,
     partition: String,
     options: DestroyOptions,
+    /// Today's template of the stack, when the command has the app.
+    template: Option<crate::template::Template>,
 }
 
 async fn destroy_locked(
@@ -228,6 +235,11 @@ async fn destroy_locked(
         account_id: env.account_id.clone(),
         partition: partition_for_region(region).name.to_owned(),
         options: options.clone(),
+        template: target.template_file.and_then(|f| {
+            crate::template::parse_template_file(f)
+                .map_err(|e| ui::warn(format!("{stack}: {e}; destroying from the record alone")))
+                .ok()
+        }),
     });
     if !run.records.is_empty() {
         ui::info(format!(
@@ -392,7 +404,15 @@ async fn destroy_one(run: &Run, id: &str) -> Result<Done, (Done, String)> {
     let (route, result) = if is_nested(&rec.resource_type) {
         (Route::Sdk, destroy_nested(run, id).await)
     } else {
-        delete_recorded(&run.registry, &ctx, &how, id, rec).await
+        let unmasked = unmasked_for_delete(run, id, rec);
+        delete_recorded(
+            &run.registry,
+            &ctx,
+            &how,
+            id,
+            unmasked.as_ref().unwrap_or(rec),
+        )
+        .await
     };
     let done = Done::new(id, &rec.resource_type, route);
     match result {
@@ -401,6 +421,26 @@ async fn destroy_one(run: &Run, id: &str) -> Result<Done, (Done, String)> {
             Ok(done.with(Action::Deleted, started))
         }
         Err(message) => Err((done.with(Action::Failed, started), message)),
+    }
+}
+
+/// A custom resource's record with its masked properties re-resolved from today's template,
+/// for its Delete only (the record itself is dropped after the delete, never written with the
+/// value); `None` when nothing is masked or it cannot be re-resolved (then the delete is
+/// skipped as unaddressed, and the warning says why).
+fn unmasked_for_delete(run: &Run, id: &str, rec: &ResourceState) -> Option<ResourceState> {
+    let template = run.template.as_ref()?;
+    crate::engine::deploy::masked_delete(id, rec)?;
+    match reresolve::reresolve(template, id, rec) {
+        Ok(unmasked) => Some(unmasked),
+        Err(why) => {
+            ui::warn(format!(
+                "{}: {id}: its masked properties cannot be re-resolved from the app's \
+                 template ({why})",
+                run.stack
+            ));
+            None
+        }
     }
 }
 
@@ -420,6 +460,7 @@ fn destroy_nested<'a>(
             account_id: run.account_id.clone(),
         };
         let target = DestroyTarget {
+            template_file: None,
             stack_name: &child,
             region: &run.region,
         };
