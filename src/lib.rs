@@ -55,8 +55,11 @@ pub fn run() -> std::process::ExitCode {
         }
     };
     ui::init_logging(cli.global.verbose);
+    // 8 MiB worker stacks (Tokio's default is 2): a nested stack's deploy, and its rollback,
+    // poll the engine's futures several levels deep, and debug builds keep them unboxed.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(8 * 1024 * 1024)
         .build()
     {
         Ok(rt) => rt,
@@ -65,7 +68,13 @@ pub fn run() -> std::process::ExitCode {
             return ExitStatus::Failure.into();
         }
     };
-    match runtime.block_on(commands::dispatch(cli)) {
+    // The background purges (state::deferred) finish before the process exits.
+    let outcome = runtime.block_on(async {
+        let outcome = commands::dispatch(cli).await;
+        state::deferred::drain().await;
+        outcome
+    });
+    match outcome {
         Ok(status) => status.into(),
         Err(e) => {
             ui::error(e.to_string());

@@ -7,6 +7,7 @@
 //! overridden, because emulators and most S3-compatible stores cannot serve virtual-hosted names.
 
 mod errors;
+pub mod gate;
 pub mod trace;
 
 pub use errors::{classify, error_code, AwsError, ErrorKind, HttpStatus};

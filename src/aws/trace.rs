@@ -146,7 +146,8 @@ fn process_cpu_ms() -> Option<f64> {
 /// The one HTTP client every SDK client shares: the SDK's default (hyper 1.x, rustls with
 /// aws-lc, the proxy from the environment), built once, so its connectors (and the root
 /// certificates they load) are cached across the many short-lived service clients the
-/// providers build; wrapped so each request is written to the trace when tracing is on.
+/// providers build; wrapped so each request is written to the trace when tracing is on, and
+/// so each passes its service's limit on calls in flight ([`super::gate`]).
 pub fn http_client() -> SharedHttpClient {
     let inner =
         aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
@@ -159,11 +160,13 @@ pub fn http_client() -> SharedHttpClient {
             builder.set_proxy_config(Some(ProxyConfig::from_env()));
             builder.build()
         });
-    if tracer().is_some() {
+    let client = if tracer().is_some() {
         SharedHttpClient::new(TracingClient { inner })
     } else {
         inner
-    }
+    };
+    // Outside the trace, so a call's traced time is its round trip, not its wait for a slot.
+    super::gate::gated(client)
 }
 
 #[derive(Debug)]

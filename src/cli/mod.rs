@@ -123,15 +123,25 @@ pub enum Command {
     Context(ContextArgs),
 }
 
+/// Resource operations per stack at once unless `--concurrency` says otherwise: enough for a
+/// wide stack to go in one round. What keeps a real account safe is the per-service limit on
+/// calls in flight, which adapts to throttling (`crate::aws::gate`).
+pub const DEFAULT_CONCURRENCY: u32 = 256;
+/// Stacks at once unless `--stack-concurrency` says otherwise.
+pub const DEFAULT_STACK_CONCURRENCY: u32 = 64;
+
 #[derive(Debug, Args)]
 pub struct DeployArgs {
     #[command(flatten)]
     pub selection: StackSelection,
-    /// Maximum concurrent resource operations per stack.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Maximum concurrent resource operations per stack. The default lets a wide stack go in
+    /// one round; the AWS calls in flight are bounded per service by a limit that backs off on
+    /// throttling and recovers (see docs/performance.md).
+    #[arg(long, default_value_t = DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
-    /// Maximum concurrent stack deployments.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Maximum concurrent stack deployments. Independent stacks start together by default;
+    /// the shared per-service limit on AWS calls in flight bounds them, not a stack count.
+    #[arg(long, default_value_t = DEFAULT_STACK_CONCURRENCY, value_parser = clap::value_parser!(u32).range(1..))]
     pub stack_concurrency: u32,
     /// Template parameter value, as [Stack:]Key=Value (repeatable).
     #[arg(long = "parameters", value_name = "[STACK:]KEY=VALUE")]
@@ -237,8 +247,9 @@ pub struct DestroyArgs {
     /// Do not ask for confirmation.
     #[arg(short = 'f', long)]
     pub force: bool,
-    /// Maximum concurrent delete operations per stack.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Maximum concurrent delete operations per stack (the default, as deploy's, lets a wide
+    /// stack go in one round under the per-service limit on AWS calls in flight).
+    #[arg(long, default_value_t = DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
     /// Also delete the stack's deployment event store (deployments/ beside its state), every
     /// version of it; otherwise it survives the destroy.

@@ -2,8 +2,9 @@
 //! depend on), each against its own state record.
 //!
 //! Stacks run in parallel up to `--stack-concurrency`: a stack starts once every selected
-//! stack it depends on has deployed; a stack whose dependency failed (or was skipped) is
-//! skipped. `--dry-run` prints each stack's plan with no lock and no write. Exit status: 1
+//! stack it depends on has started, and changes nothing before they have deployed (it plans
+//! meanwhile: engine::deploy's producers.rs); a stack whose dependency failed (or was
+//! skipped) is skipped. `--dry-run` prints each stack's plan with no lock and no write. Exit status: 1
 //! when any stack was refused, failed or skipped; otherwise 2 when resources were left
 //! unaddressed (unless `--allow-unaddressed`); otherwise 0.
 
@@ -19,7 +20,8 @@ use crate::assembly::StackArtifact;
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::{DeployArgs, RequireApproval};
 use crate::engine::deploy::{
-    deploy_stack, dry_run, Approve, DeployEnv, DeployOptions, StackReport, StackTarget, Tally,
+    deploy_stack, dry_run, Approve, DeployEnv, DeployError, DeployOptions, Producers, Settled,
+    StackReport, StackTarget, Tally,
 };
 use crate::error::{Error, ExitStatus, Result};
 use crate::resolve::{ExternalReader, NoExternalLookup, ParameterOverride};
@@ -219,10 +221,14 @@ fn add_tally(total: &mut Tally, t: &Tally) {
     total.skipped += t.skipped;
 }
 
-/// Deploys `stacks` (in dependency order), up to `limit` at once, each as soon as the
-/// stacks it comes after (`deps[i]`: positions in `stacks`, manifest dependencies and the
-/// cross-stack references the templates imply) have deployed. Outcomes come back in
-/// `stacks` order; each stack's summary is printed as it finishes.
+/// Deploys `stacks` (in dependency order), up to `limit` at once. A stack whose
+/// dependencies (`deps[i]`: positions in `stacks`, manifest dependencies and the cross-stack
+/// references the templates imply) have all deployed starts as before; one whose
+/// dependencies have all started starts at once too, speculatively (engine::deploy's
+/// producers.rs): it locks, reads and plans, then waits for them before changing anything,
+/// so a chain of unchanged stacks costs one stack's fixed calls. (Starting only once every
+/// dependency has started keeps a waiting stack from holding a slot its producer needs.)
+/// Outcomes come back in `stacks` order; each stack's summary is printed as it finishes.
 async fn deploy_all(
     env: Arc<DeployEnv>,
     stacks: &[StackArtifact],
@@ -233,18 +239,21 @@ async fn deploy_all(
 ) -> Vec<StackOutcome> {
     let mut outcomes: Vec<Option<StackOutcome>> = stacks.iter().map(|_| None).collect();
     let mut started = vec![false; stacks.len()];
+    // The answer each speculatively started stack waits for, until it is sent.
+    let mut waiting: Vec<Option<watch::Sender<Option<Settled>>>> =
+        stacks.iter().map(|_| None).collect();
     let mut running: JoinSet<(usize, StackOutcome)> = JoinSet::new();
     let cancelled = || options.cancel.as_ref().is_some_and(|c| *c.borrow());
+    // Each stack's outcome as announced before its lock's release: reported and acted on
+    // at once, so the stacks waiting on it go on while it releases.
+    let (early_tx, mut early_rx) = tokio::sync::mpsc::unbounded_channel::<(usize, StackOutcome)>();
 
     loop {
         for i in 0..stacks.len() {
             if started[i] || outcomes[i].is_some() {
                 continue;
             }
-            let failed_dep = deps[i]
-                .iter()
-                .find(|&&d| outcomes[d].as_ref().is_some_and(|o| !o.is_success()));
-            if let Some(&d) = failed_dep {
+            if let Some(d) = failed_dependency(&deps[i], &outcomes) {
                 ui::error(format!(
                     "{}: skipped: the stack it depends on ({}) did not deploy",
                     stacks[i].stack_name, stacks[d].stack_name
@@ -252,7 +261,9 @@ async fn deploy_all(
                 outcomes[i] = Some(StackOutcome::Skipped);
                 continue;
             }
-            if !deps[i].iter().all(|&d| outcomes[d].is_some()) {
+            let all_done = deps[i].iter().all(|&d| outcomes[d].is_some());
+            let all_started = deps[i].iter().all(|&d| started[d] || outcomes[d].is_some());
+            if !all_started {
                 continue;
             }
             if cancelled() {
@@ -267,41 +278,133 @@ async fn deploy_all(
                 continue;
             }
             started[i] = true;
-            let (env, stack, options) = (env.clone(), stacks[i].clone(), options.clone());
+            let mut options = options.clone();
+            let t0 = Instant::now();
+            let tx = early_tx.clone();
+            options.announce = Some(Arc::new(
+                move |result: &Result<StackReport, DeployError>| {
+                    let _ = tx.send((i, outcome_of(result, t0)));
+                },
+            ));
+            if !all_done {
+                let (tx, producers) = Producers::channel();
+                options.producers = Some(producers);
+                waiting[i] = Some(tx);
+            }
+            let (env, stack) = (env.clone(), stacks[i].clone());
             running.spawn(async move {
-                let t0 = Instant::now();
                 let outcome = match deploy_one(&env, &stack, &options).await {
                     Ok(report) => StackOutcome::Deployed(Box::new(report), t0.elapsed()),
-                    Err(e) => StackOutcome::Failed(e),
+                    Err(OneError::ProducerFailed) => StackOutcome::Skipped,
+                    Err(OneError::Failed(e)) => StackOutcome::Failed(e),
                 };
                 (i, outcome)
             });
         }
-        let Some(joined) = running.join_next().await else {
-            break;
-        };
-        match joined {
-            Ok((i, outcome)) => {
-                progress.clear();
-                match &outcome {
-                    StackOutcome::Deployed(report, elapsed) => {
-                        deploy_report::print(&deploy_report::stack_summary(report, *elapsed))
-                    }
-                    StackOutcome::Failed(e) => ui::error(format!("{}: {e}", stacks[i].stack_name)),
-                    StackOutcome::Skipped | StackOutcome::NotStarted => {}
+        let (i, outcome) = tokio::select! {
+            joined = running.join_next() => match joined {
+                Some(Ok(joined)) => joined,
+                Some(Err(e)) => {
+                    // A panicking stack task is a bug; its stack is reported as failed below.
+                    tracing::error!("a stack deployment task panicked: {e}");
+                    continue;
                 }
-                outcomes[i] = Some(outcome);
-            }
-            Err(e) => {
-                // A panicking stack task is a bug; its stack is reported as failed below.
-                tracing::error!("a stack deployment task panicked: {e}");
-            }
+                None => break,
+            },
+            Some(announced) = early_rx.recv() => announced,
+        };
+        // The joined outcome of a stack that announced is the one already reported.
+        if outcomes[i].is_none() {
+            progress.clear();
+            report_outcome(stacks, &deps[i], &outcomes, i, &outcome);
+            outcomes[i] = Some(outcome);
+            answer_waiting(stacks, deps, &outcomes, &mut waiting);
         }
     }
     outcomes
         .into_iter()
         .map(|o| o.unwrap_or_else(|| StackOutcome::Failed("did not finish".into())))
         .collect()
+}
+
+/// A stack's outcome from its deploy's result.
+fn outcome_of(result: &Result<StackReport, DeployError>, t0: Instant) -> StackOutcome {
+    match result {
+        Ok(report) => StackOutcome::Deployed(Box::new(report.clone()), t0.elapsed()),
+        Err(DeployError::ProducerFailed(_)) => StackOutcome::Skipped,
+        Err(e) => StackOutcome::Failed(e.to_string()),
+    }
+}
+
+/// The first of `deps` that ended without deploying.
+fn failed_dependency(deps: &[usize], outcomes: &[Option<StackOutcome>]) -> Option<usize> {
+    deps.iter()
+        .copied()
+        .find(|&d| outcomes[d].as_ref().is_some_and(|o| !o.is_success()))
+}
+
+/// Prints how stack `i` ended (its summary, its error, or why it was skipped).
+fn report_outcome(
+    stacks: &[StackArtifact],
+    deps: &[usize],
+    outcomes: &[Option<StackOutcome>],
+    i: usize,
+    outcome: &StackOutcome,
+) {
+    match outcome {
+        StackOutcome::Deployed(report, elapsed) => {
+            deploy_report::print(&deploy_report::stack_summary(report, *elapsed))
+        }
+        StackOutcome::Failed(e) => ui::error(format!("{}: {e}", stacks[i].stack_name)),
+        StackOutcome::Skipped => {
+            if let Some(d) = failed_dependency(deps, outcomes) {
+                ui::error(format!(
+                    "{}: skipped: the stack it depends on ({}) did not deploy",
+                    stacks[i].stack_name, stacks[d].stack_name
+                ));
+            }
+        }
+        StackOutcome::NotStarted => {}
+    }
+}
+
+/// Tells each speculatively started stack whose dependencies have all ended how they
+/// ended (a sender dropped unanswered reads as a failure: a panicked task).
+fn answer_waiting(
+    stacks: &[StackArtifact],
+    deps: &[Vec<usize>],
+    outcomes: &[Option<StackOutcome>],
+    waiting: &mut [Option<watch::Sender<Option<Settled>>>],
+) {
+    for (i, slot) in waiting.iter_mut().enumerate() {
+        if slot.is_none() || !deps[i].iter().all(|&d| outcomes[d].is_some()) {
+            continue;
+        }
+        let mut settled = Settled::Unchanged;
+        for &d in &deps[i] {
+            match &outcomes[d] {
+                Some(StackOutcome::Deployed(report, _)) if report.is_success() => {
+                    if report.changed {
+                        settled = Settled::Changed;
+                    }
+                }
+                _ => {
+                    settled = Settled::Failed(stacks[d].stack_name.clone());
+                    break;
+                }
+            }
+        }
+        if let Some(tx) = slot.take() {
+            tx.send_replace(Some(settled));
+        }
+    }
+}
+
+/// Why one stack's deploy did not happen.
+enum OneError {
+    /// A stack it depends on did not deploy (it changed nothing).
+    ProducerFailed,
+    Failed(String),
 }
 
 /// The region a stack deploys to, or why it cannot deploy.
@@ -331,9 +434,17 @@ async fn deploy_one(
     env: &DeployEnv,
     stack: &StackArtifact,
     options: &DeployOptions,
-) -> std::result::Result<StackReport, String> {
-    let region = stack_region(env, stack)?;
-    ui::info(format!("Deploying {} ({region})", stack.display_name));
+) -> std::result::Result<StackReport, OneError> {
+    let region = stack_region(env, stack).map_err(OneError::Failed)?;
+    let heading = format!("Deploying {} ({region})", stack.display_name);
+    // A stack started before its dependencies deployed says so once they have.
+    let mut options = options.clone();
+    if options.producers.is_some() {
+        options.heading = Some(heading);
+    } else {
+        ui::info(heading);
+    }
+    let options = &options;
     let target = StackTarget {
         stack_name: &stack.stack_name,
         region: &region,
@@ -342,7 +453,10 @@ async fn deploy_one(
     };
     deploy_stack(env, &target, options)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| match e {
+            DeployError::ProducerFailed(_) => OneError::ProducerFailed,
+            e => OneError::Failed(e.to_string()),
+        })
 }
 
 /// `--dry-run`: every stack's plan, one after another; nothing is locked or written.

@@ -4,7 +4,7 @@
 //!
 //! A stack whose manifest sets `terminationProtection: true` is refused (exit 1), before any
 //! confirmation, lock or delete, unless `--remove-protection`; the stacks it depends on are then
-//! kept too. `cdkd state destroy` has no manifest and the record keeps no such flag, so it cannot
+//! kept too. Stacks are destroyed in parallel, each once the stacks that depend on it are gone. `cdkd state destroy` has no manifest and the record keeps no such flag, so it cannot
 //! refuse on it (its `--remove-protection` turns off resource-level protection only).
 //!
 //! Exit status: 0 when every stack is gone (or had no record), 2 when a destroy deleted part of
@@ -21,8 +21,9 @@ use super::{select_ordered, Session};
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::{DestroyArgs, StateDestroyArgs};
 use crate::engine::deploy::default_registry;
+use crate::engine::deploy::{Producers, Settled};
 use crate::engine::destroy::{
-    destroy_stack, DestroyEnv, DestroyOptions, DestroyReport, DestroyTarget,
+    destroy_stack, DestroyEnv, DestroyError, DestroyOptions, DestroyReport, DestroyTarget,
 };
 use crate::engine::policy::DeleteRules;
 use crate::error::{Error, ExitStatus, Result};
@@ -36,6 +37,9 @@ struct Planned {
     region: String,
     position: usize,
     needs: Vec<usize>,
+    /// Every selected stack it comes after (`needs` and the weak `Fn::GetStackOutput` reads):
+    /// it is destroyed before them.
+    after: Vec<usize>,
     termination_protection: bool,
     /// The app's template of the stack.
     template_file: std::path::PathBuf,
@@ -69,6 +73,7 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
             region,
             position,
             needs: selected.needs[position].clone(),
+            after: selected.after[position].clone(),
             termination_protection: stack.termination_protection,
             template_file: stack.template_file.clone(),
         });
@@ -128,37 +133,183 @@ pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
             skip_final_snapshot: args.skip_final_snapshot,
             remove_protection: args.remove_protection,
         },
+        ..DestroyOptions::default()
     };
 
-    for stack in &planned {
-        if unfinished.iter().any(|u| u.name == stack.name) {
-            continue; // refused above
+    let refused: Vec<String> = unfinished.iter().map(|u| u.name.clone()).collect();
+    let status = worst(status, destroy_all(env, planned, &refused, options).await);
+    Ok(status)
+}
+
+/// Destroys `planned` (dependents first): independent stacks in parallel, bounded by the
+/// shared limit on AWS calls in flight (crate::aws::gate), not by a stack count. A stack
+/// starts once every selected stack that depends on it has started: it takes its lock and
+/// reads its record meanwhile, and deletes nothing before they are gone (each announces the
+/// moment its record is deleted, before its exports-index update and lock release). A stack
+/// a dependent of which was refused or not fully destroyed is kept (reported, exit 2).
+/// `refused` names the stacks refused before any destroy started.
+async fn destroy_all(
+    env: DestroyEnv,
+    planned: Vec<Planned>,
+    refused: &[String],
+    options: DestroyOptions,
+) -> ExitStatus {
+    let env = Arc::new(env);
+    let n = planned.len();
+    // For each stack, the stacks (indexes into `planned`) that need it (a kept one keeps it),
+    // and all those that come after it (it waits for them to end, whatever the outcome).
+    let dependents = dependents_of(&planned, |p| &p.needs);
+    let readers = dependents_of(&planned, |p| &p.after);
+    // None: not done yet; Some(true): gone; Some(false): refused, kept or partly destroyed.
+    let mut done: Vec<Option<bool>> = planned
+        .iter()
+        .map(|p| refused.contains(&p.name).then_some(false))
+        .collect();
+    // Record deleted (announced before the stack's task ends, with its report).
+    let mut gone = vec![false; n];
+    let mut started = vec![false; n];
+    let mut waiting: Vec<Option<watch::Sender<Option<Settled>>>> = (0..n).map(|_| None).collect();
+    let (gone_tx, mut gone_rx) = tokio::sync::mpsc::unbounded_channel::<(usize, DestroyReport)>();
+    let mut status = ExitStatus::Success;
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for j in 0..n {
+                if started[j] || done[j].is_some() {
+                    continue;
+                }
+                if let Some(&k) = dependents[j].iter().find(|&&k| done[k] == Some(false)) {
+                    ui::error(format!(
+                        "{}: skipped: {} depends on it and was not destroyed",
+                        planned[j].name, planned[k].name
+                    ));
+                    status = worst(status, ExitStatus::Partial);
+                    done[j] = Some(false);
+                    changed = true;
+                }
+            }
         }
-        // A stack is kept while a selected stack that depends on it is still there.
-        if let Some(dependent) = unfinished
-            .iter()
-            .find(|d| d.needs.contains(&stack.position))
-        {
-            ui::error(format!(
-                "{}: skipped: {} depends on it and was not destroyed",
-                stack.name, dependent.name
-            ));
-            status = worst(status, ExitStatus::Partial);
-            unfinished.push(stack);
+        for j in 0..n {
+            if started[j] || done[j].is_some() {
+                continue;
+            }
+            if !readers[j].iter().all(|&k| started[k] || done[k].is_some()) {
+                continue;
+            }
+            started[j] = true;
+            let mut options = options.clone();
+            options.heading = true;
+            let tx = gone_tx.clone();
+            options.gone = Some(Arc::new(move |report: &DestroyReport| {
+                let _ = tx.send((j, report.clone()));
+            }));
+            if !readers[j].iter().all(|&k| done[k].is_some()) {
+                let (tx, handle) = Producers::channel();
+                options.dependents = Some(handle);
+                waiting[j] = Some(tx);
+            }
+            let env = env.clone();
+            let (name, region) = (planned[j].name.clone(), planned[j].region.clone());
+            let template_file = planned[j].template_file.clone();
+            running.spawn(async move {
+                let target = DestroyTarget {
+                    stack_name: &name,
+                    region: &region,
+                    template_file: Some(&template_file),
+                };
+                (j, destroy_stack(&env, &target, &options).await)
+            });
+        }
+        let (j, outcome) = tokio::select! {
+            joined = running.join_next() => match joined {
+                Some(Ok((j, result))) => {
+                    if done[j].is_some() {
+                        continue; // announced when its record went
+                    }
+                    (j, stack_status(&planned[j].name, result))
+                }
+                Some(Err(e)) => {
+                    // A panicking stack task is a bug; the command fails.
+                    tracing::error!("a stack's destroy task panicked: {e}");
+                    status = worst(status, ExitStatus::Failure);
+                    continue;
+                }
+                None => break,
+            },
+            Some((j, report)) = gone_rx.recv() => {
+                gone[j] = true;
+                (j, summarize(&report))
+            }
+        };
+        done[j] = Some(outcome == ExitStatus::Success);
+        status = worst(status, outcome);
+        answer(
+            &planned,
+            (&dependents, &readers),
+            &done,
+            &gone,
+            &mut waiting,
+        );
+    }
+    status
+}
+
+/// For each stack, the stacks (indexes into `planned`) whose `edges` name its position.
+fn dependents_of(planned: &[Planned], edges: fn(&Planned) -> &Vec<usize>) -> Vec<Vec<usize>> {
+    let n = planned.len();
+    planned
+        .iter()
+        .map(|p| {
+            (0..n)
+                .filter(|&k| edges(&planned[k]).contains(&p.position))
+                .collect()
+        })
+        .collect()
+}
+
+/// Prints how one stack's destroy ended; returns its exit status.
+fn stack_status(name: &str, result: Result<DestroyReport, DestroyError>) -> ExitStatus {
+    match result {
+        Ok(report) => summarize(&report),
+        Err(e @ DestroyError::DependentKept { .. }) => {
+            ui::error(format!("{name}: {e}"));
+            ExitStatus::Partial
+        }
+        Err(e) => {
+            ui::error(format!("{name}: {e}"));
+            ExitStatus::Failure
+        }
+    }
+}
+
+/// Tells each waiting stack, once every stack that comes after it has ended (one that needs
+/// it: is gone or kept), whether it may go (`Unchanged`) or must stay (`Failed` naming a
+/// stack that needs it and was kept).
+fn answer(
+    planned: &[Planned],
+    (dependents, readers): (&[Vec<usize>], &[Vec<usize>]),
+    done: &[Option<bool>],
+    gone: &[bool],
+    waiting: &mut [Option<watch::Sender<Option<Settled>>>],
+) {
+    for (j, slot) in waiting.iter_mut().enumerate() {
+        if slot.is_none() {
             continue;
         }
-        let target = DestroyTarget {
-            stack_name: &stack.name,
-            region: &stack.region,
-            template_file: Some(&stack.template_file),
+        let kept = dependents[j]
+            .iter()
+            .find(|&&k| !gone[k] && done[k] == Some(false));
+        let settled = match kept {
+            Some(&k) => Settled::Failed(planned[k].name.clone()),
+            None if readers[j].iter().all(|&k| gone[k] || done[k].is_some()) => Settled::Unchanged,
+            None => continue,
         };
-        let outcome = destroy_one(&env, &target, &options).await;
-        if outcome != ExitStatus::Success {
-            unfinished.push(stack);
+        if let Some(tx) = slot.take() {
+            tx.send_replace(Some(settled));
         }
-        status = worst(status, outcome);
     }
-    Ok(status)
 }
 
 /// `cdkd state destroy <stack>`: the same destroy, from the state record alone.
@@ -182,13 +333,14 @@ pub async fn run_state(session: &Session, args: &StateDestroyArgs) -> Result<Exi
         )?;
     }
     let options = DestroyOptions {
-        concurrency: 10,
+        concurrency: crate::cli::DEFAULT_CONCURRENCY as usize,
         cancel: Some(cancel_on_ctrl_c()),
         purge_events: false,
         rules: DeleteRules {
             skip_final_snapshot: args.skip_final_snapshot,
             remove_protection: args.remove_protection,
         },
+        ..DestroyOptions::default()
     };
     let target = DestroyTarget {
         stack_name: &args.stack,
@@ -209,8 +361,9 @@ async fn load_clients(session: &Session) -> Clients {
 }
 
 async fn connect(session: &Session, clients: Arc<Clients>) -> Result<DestroyEnv> {
-    let account_id = clients.account_id().await?;
-    let backend = Arc::new(session.state_backend().await?);
+    // Two independent round trips (STS, the bucket's region) overlap instead of queuing.
+    let (account_id, backend) = tokio::join!(clients.account_id(), session.state_backend());
+    let (account_id, backend) = (account_id?, Arc::new(backend?));
     let exports = Arc::new(ExportIndexStore::new(
         backend.client().clone(),
         backend.bucket(),
@@ -233,13 +386,7 @@ async fn destroy_one(
 ) -> ExitStatus {
     let (name, region) = (target.stack_name, target.region);
     ui::info(format!("Destroying {name} ({region})"));
-    match destroy_stack(env, target, options).await {
-        Ok(report) => summarize(&report),
-        Err(e) => {
-            ui::error(format!("{name}: {e}"));
-            ExitStatus::Failure
-        }
-    }
+    stack_status(name, destroy_stack(env, target, options).await)
 }
 
 fn summarize(report: &DestroyReport) -> ExitStatus {

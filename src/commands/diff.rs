@@ -16,6 +16,7 @@ use crate::cli::DiffArgs;
 use crate::engine::diff::{diff_stack, DiffEnv, DiffTarget, StackDiff};
 use crate::error::{Error, ExitStatus, Result};
 use crate::resolve::{ExternalReader, ParameterOverride};
+use crate::state::exports::ExportIndexStore;
 use crate::ui;
 
 pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
@@ -45,12 +46,22 @@ pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
         })
         .await,
     );
-    let account_id = clients.account_id().await?;
-    let backend = Arc::new(session.state_backend().await?);
-    // No exports index: a diff reads cross-stack values without writing the index through.
+    // Two independent round trips (STS, the bucket's region) overlap instead of queuing.
+    let (account_id, backend) = tokio::join!(clients.account_id(), session.state_backend());
+    let (account_id, backend) = (account_id?, Arc::new(backend?));
+    // The exports index read as stored, as the deploy reads it (one GET instead of a scan of
+    // every record per stack), never written: no rebuild, no write-through.
+    let index = Arc::new(
+        ExportIndexStore::new(
+            backend.client().clone(),
+            backend.bucket(),
+            backend.keys().clone(),
+        )
+        .read_only(),
+    );
     // Public dynamic references resolve as the deploy resolves them; no secret is fetched.
     let reader = Arc::new(
-        ExternalReader::new(clients.clone(), backend.clone(), None)
+        ExternalReader::new(clients.clone(), backend.clone(), Some(index))
             .with_cfn_fallback(args.fallback.enabled())
             .withholding_secrets(),
     );
@@ -68,26 +79,51 @@ pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
     let (stacks, _redirected) =
         crate::assets::redirect_for_reading(&clients, &backend, &account_id, stacks).await?;
 
+    // Every stack at once (a diff writes nothing, so no stack waits for another); the
+    // output keeps the selection's order. Each stack's own calls are bounded by the shared
+    // per-service limit on calls in flight (crate::aws::gate), not by a stack count.
+    let env = Arc::new(env);
+    let parameters = Arc::new(parameters);
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, stack) in stacks.iter().enumerate() {
+        let region = stack_region(&clients, &account_id, stack);
+        let (env, parameters, stack) = (env.clone(), parameters.clone(), stack.clone());
+        tasks.spawn(async move {
+            let diffed = match region {
+                Ok(region) => {
+                    let target = DiffTarget {
+                        stack_name: &stack.stack_name,
+                        region: &region,
+                        template_file: &stack.template_file,
+                    };
+                    diff_stack(&env, &target, &parameters)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e),
+            };
+            (i, diffed)
+        });
+    }
+    let mut results: Vec<Option<std::result::Result<StackDiff, String>>> =
+        stacks.iter().map(|_| None).collect();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((i, diffed)) => results[i] = Some(diffed),
+            Err(e) => tracing::error!("a stack's diff task panicked: {e}"),
+        }
+    }
     let mut diffs: Vec<StackDiff> = Vec::new();
     let mut failed = false;
-    for stack in &stacks {
-        let region = match stack_region(&clients, &account_id, stack) {
-            Ok(r) => r,
-            Err(e) => {
+    for (stack, result) in stacks.iter().zip(results) {
+        match result {
+            Some(Ok(d)) => diffs.push(d),
+            Some(Err(e)) => {
                 ui::error(format!("{}: {e}", stack.display_name));
                 failed = true;
-                continue;
             }
-        };
-        let target = DiffTarget {
-            stack_name: &stack.stack_name,
-            region: &region,
-            template_file: &stack.template_file,
-        };
-        match diff_stack(&env, &target, &parameters).await {
-            Ok(d) => diffs.push(d),
-            Err(e) => {
-                ui::error(format!("{}: {e}", stack.display_name));
+            None => {
+                ui::error(format!("{}: the diff did not finish", stack.display_name));
                 failed = true;
             }
         }

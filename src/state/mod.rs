@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod bucket;
 mod check;
+pub mod deferred;
 pub mod edit;
 mod error;
 pub mod exports;

@@ -20,8 +20,15 @@
 //!
 //! A failed incremental save is a warning, never a failure: the next deploy sees what was not
 //! recorded and retries it. [`StateBook::checkpoint`] drains the saver and saves again when the
-//! last write failed (the save before an automatic rollback); [`StateBook::finish`] drains the
-//! saver, stops it, and writes unconditionally (the final save, under the stack lock).
+//! last write failed (the save before an automatic rollback); [`StateBook::finish`] closes the
+//! saver, waits only for the write in flight (the final write holds every change, so the
+//! saver's pending one would be a wasted round trip) and writes unconditionally (the final
+//! save, under the stack lock); [`StateBook::abandon`] closes it and waits for the write in
+//! flight with no write of its own (a record about to be deleted: a late write would
+//! resurrect it).
+//!
+//! Destroy keeps its record through the same book ([`StateBook::set_shape`] gives it the
+//! destroy's stored form), so its deletes never wait for S3 either.
 
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -63,6 +70,8 @@ struct Shared {
     attempted: watch::Sender<u64>,
     /// Applied to every snapshot before it is written (secrets out, reads unioned in).
     redactor: std::sync::OnceLock<Arc<crate::redact::RecordRedactor>>,
+    /// Applied after the redactor: the form a caller stores (destroy's: no outputs).
+    shape: std::sync::OnceLock<fn(&StackState) -> StackState>,
 }
 
 /// The stack's working state record and its writes.
@@ -97,10 +106,7 @@ impl Shared {
             }
             inner.state.last_modified = Some(now_ms());
             (
-                match self.redactor.get() {
-                    Some(r) => r.for_storage(&inner.state),
-                    None => inner.state.clone(),
-                },
+                self.stored_form(&inner.state),
                 inner.seq,
                 inner.etag.clone(),
                 inner.from_legacy,
@@ -131,11 +137,22 @@ impl Shared {
         }
     }
 
+    fn stored_form(&self, state: &StackState) -> StackState {
+        let redacted = match self.redactor.get() {
+            Some(r) => r.for_storage(state),
+            None => state.clone(),
+        };
+        match self.shape.get() {
+            Some(shape) => shape(&redacted),
+            None => redacted,
+        }
+    }
+
     fn warn_failed(&self, e: &BackendError) {
         let first = self.lock().failures <= 1;
         let text = format!(
-            "{}: could not save state: {e}; the next deploy retries whatever this run could \
-             not record",
+            "{}: could not save state: {e}; the final write records the outcome, and the next \
+             run retries whatever this one could not record",
             self.stack
         );
         if first {
@@ -195,6 +212,7 @@ impl StateBook {
             wake: Notify::new(),
             attempted,
             redactor: std::sync::OnceLock::new(),
+            shape: std::sync::OnceLock::new(),
         });
         let saver = tokio::spawn(shared.clone().run_saver());
         StateBook {
@@ -208,12 +226,19 @@ impl StateBook {
         let _ = self.shared.redactor.set(redactor);
     }
 
+    /// Sets the form every write stores (once, before the first change).
+    pub fn set_shape(&self, shape: fn(&StackState) -> StackState) {
+        let _ = self.shared.shape.set(shape);
+    }
+
     /// The working record as the next write would store it.
     pub fn for_storage(&self, state: &StackState) -> StackState {
-        match self.shared.redactor.get() {
-            Some(r) => r.for_storage(state),
-            None => state.clone(),
-        }
+        self.shared.stored_form(state)
+    }
+
+    /// Whether the record still lives under the legacy key (no write has migrated it).
+    pub fn still_legacy(&self) -> bool {
+        self.shared.lock().from_legacy
     }
 
     /// A copy of the working record.
@@ -315,7 +340,6 @@ impl StateBook {
         &self,
         change: impl FnOnce(&mut StackState),
     ) -> Result<StackState, BackendError> {
-        self.flush().await;
         {
             let mut inner = self.shared.lock();
             change(&mut inner.state);
@@ -323,9 +347,21 @@ impl StateBook {
             inner.seq += 1;
             inner.closed = true;
         }
+        // Closed: the saver starts no write; `save_latest` waits for the one in flight (the
+        // io lock), so the final write lands last. Stopped only after, never mid-write.
+        let saved = self.shared.save_latest(true).await;
         self.stop_saver();
-        self.shared.save_latest(true).await?;
+        saved?;
         Ok(self.shared.lock().state.clone())
+    }
+
+    /// Closes the saver with no write of its own, once the write in flight (if any) has
+    /// landed: the record is about to be deleted, and a write after the delete would bring
+    /// it back.
+    pub async fn abandon(&self) {
+        self.shared.lock().closed = true;
+        drop(self.shared.io.lock().await);
+        self.stop_saver();
     }
 
     /// Drains and stops the saver without a final write (a record that is about to be

@@ -33,10 +33,12 @@ mod outputs;
 mod plan;
 mod prepare;
 pub(crate) mod preview;
+mod producers;
 mod propagate;
 mod replay;
 mod report;
 mod rollback;
+mod staged;
 mod tokens;
 pub(crate) mod unrecorded;
 // `cdkd import` (src/engine/import/): a child of this module so it reuses the deploy's
@@ -55,6 +57,7 @@ pub use changes::{diff_properties, is_stateful, values_equal};
 pub(crate) use delete::{delete_recorded, masked_delete};
 pub use dry_run::{dry_run, DryRun};
 pub use failure::FailureSummary;
+pub use producers::{Producers, Settled};
 pub(crate) use nested::is_nested;
 pub use replay::{replay_journal, ReplayEnv, ReplayError, ReplayOptions, ReplayReport};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
@@ -64,15 +67,13 @@ use crate::engine::walk::{walk, WalkOptions};
 use crate::error::Error;
 use crate::plan::Direction;
 use crate::provider::{Registry, UnsupportedType};
-use crate::resolve::{
-    partition_for_region, ExternalLookup, ParameterOverride, ResolveContext, ResolveError,
-};
+use crate::resolve::{partition_for_region, ExternalLookup, ParameterOverride, ResolveError};
 use crate::state::backend::{BackendError, S3Backend};
 use crate::state::exports::ExportIndexStore;
 use crate::state::lock::HeldLock;
 use crate::state::StackState;
 use crate::ui;
-use book::StateBook;
+pub(crate) use book::StateBook;
 use delete::Doomed;
 use execute::Run;
 use lookup::Snapshot;
@@ -87,6 +88,9 @@ pub enum DeployError {
     /// Refused before any resource changed (e.g. `STATEFUL_REPLACE_BLOCKED`).
     #[error("{0}; nothing was changed")]
     Refused(String),
+    /// A stack it depends on (named) did not deploy; nothing was changed.
+    #[error("skipped: the stack it depends on ({0}) did not deploy")]
+    ProducerFailed(String),
     #[error(transparent)]
     Other(Box<Error>),
 }
@@ -134,6 +138,14 @@ pub struct DeployOptions {
     pub strict_getatt: bool,
     /// `--skip-final-snapshot`: deletes under a `Snapshot` policy take no final snapshot.
     pub skip_final_snapshot: bool,
+    /// Set when the stack starts before the stacks it depends on have finished
+    /// (producers.rs): it plans, then waits for them before changing anything.
+    pub producers: Option<Producers>,
+    /// Called with the stack's outcome before its lock is released.
+    pub announce: Option<Announce>,
+    /// Printed once the stack may change things (a speculatively started stack prints its
+    /// "Deploying ..." line only once the stacks it depends on have deployed).
+    pub heading: Option<String>,
     /// A nested child's parameters its parent filled from a secret: the name, and `None`
     /// for a NoEcho source (treated as a NoEcho parameter) or the `{{resolve:...}}`
     /// expression the parent's row stores (stored in its place, by position).
@@ -201,9 +213,17 @@ pub async fn deploy_stack(
         .await
         .map_err(Error::from)?;
     let result = deploy_locked(env, target, options, &lock, None).await;
+    // The stacks waiting on this one need its record and exports, not its lock's release.
+    if let Some(announce) = &options.announce {
+        announce(&result);
+    }
     lock.release_and_warn().await;
     result
 }
+
+/// Told how a stack ended the moment its work is done, before its lock's release (the
+/// release is its last step, but nothing another stack needs waits on it).
+pub type Announce = Arc<dyn Fn(&Result<StackReport, DeployError>) + Send + Sync>;
 
 async fn deploy_locked(
     env: &DeployEnv,
@@ -241,73 +261,52 @@ async fn deploy_locked(
         None => (StackState::new(stack, region), None, false),
     };
     let state = nested::link(state, parent);
-    let ctx = ResolveContext::new(stack, region, Some(env.account_id.clone()));
-    let prepared = match &env.reader {
-        Some(reader) => {
-            prepare::prepare_prefetched(
-                stack,
-                target.template_file,
-                ctx,
-                &options.parameters,
-                &options.secret_parameters,
-                reader.clone(),
-                &state,
-                &env.registry,
-            )
-            .await?
-        }
-        None => prepare::prepare(
-            stack,
-            target.template_file,
-            ctx,
-            &options.parameters,
-            &options.secret_parameters,
-            env.external.clone(),
-        )?,
-    };
-    // Attributes references read that the records lack are read back first (unrecorded.rs).
-    let template = &prepared.resolution.template;
-    let completed =
-        unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;
-    prepared
-        .resolution
-        .redactor
-        .seed_attributes(&completed.state);
-    let mut plan = plan::plan(
-        &prepared,
-        &completed.state,
-        &env.registry,
-        options.force_stateful_recreation,
-    )?;
-    unrecorded::keep(&mut plan, &completed);
-    if target.termination_protection {
-        nested::refuse_deletes(stack, &plan, &completed.state)?;
-    }
-    let state = completed.state;
-    noecho::recheck(env, &prepared, &state, &mut plan).await;
     let mut report = StackReport {
         stack_name: stack.to_owned(),
         region: region.to_owned(),
         ..StackReport::default()
     };
-
-    // A journal left by a failed attempt is settled by the full path even without changes.
-    if !plan.has_resource_changes() && plan.refreshed.is_empty() && prior_journal.is_none() {
-        let snapshot = Snapshot::from_records(&env.registry, state.resources.iter());
-        let mut outs =
-            outputs::resolve_outputs(&prepared.resolution, &snapshot, &prepared.prune, stack);
-        outs.keep_failed(&prepared.resolution.template, &state);
-        let strict_refuses = options.strict_getatt && !outs.skipped.is_empty();
-        if outs.recorded_in(&state)
-            && prepared.resolution.reads_recorded_in(&state)
-            && !strict_refuses
-        {
-            remember_plaintext(env, stack, region, &outs);
-            report.tally.unchanged = plan.planned.len();
-            report.outputs = outs.by_name;
-            return Ok(report);
+    let retry_state = options.producers.as_ref().map(|_| state.clone());
+    // Boxed: the preparation's future is large, and a nested stack's deploy (and its
+    // rollback) nests this one several levels deep on a worker thread's stack.
+    let first = Box::pin(staged::plan_stack(env, target, options, state)).await;
+    // Started before the stacks it depends on finished (producers.rs): the first plan stands
+    // only when they all changed nothing and it changes nothing either; otherwise (a plan
+    // with changes, or one that failed, say on an export a producer is about to create) it
+    // is made again now that their outputs are final. Nothing was sent to AWS before this.
+    let planning = match (&options.producers, retry_state) {
+        (Some(producers), Some(state)) => {
+            let settled = producers.settled().await;
+            if let Settled::Failed(name) = settled {
+                return Err(DeployError::ProducerFailed(name));
+            }
+            if let Some(heading) = &options.heading {
+                ui::info(heading);
+            }
+            let journal_left = prior_journal.is_some();
+            match first {
+                Ok(p)
+                    if settled == Settled::Unchanged
+                        && staged::unchanged(env, options, &p, journal_left).is_some() =>
+                {
+                    p
+                }
+                _ => Box::pin(staged::plan_stack(env, target, options, state)).await?,
+            }
         }
+        _ => first?,
+    };
+    if let Some(outs) = staged::unchanged(env, options, &planning, prior_journal.is_some()) {
+        remember_plaintext(env, stack, region, &outs);
+        report.tally.unchanged = planning.plan.planned.len();
+        report.outputs = outs.by_name;
+        return Ok(report);
     }
+    let staged::Planning {
+        prepared,
+        state,
+        plan,
+    } = planning;
     report.changed = true;
     ui::info(format!("{stack} ({region}): {}", plan.describe()));
     if let Some(gate) = &options.approval {
@@ -321,6 +320,7 @@ async fn deploy_locked(
     let previous_outputs = state.outputs.clone().unwrap_or_default();
     // No resource changes: an output that does not resolve keeps its stored value.
     let no_resource_change = !plan.has_resource_changes();
+    let published_before = publishes(&state);
     // A nested child's pending journal segment carries them, for the parent's rollback.
     let outputs_before = previous_outputs.clone();
     let record_exists = etag.is_some();
@@ -537,6 +537,9 @@ async fn deploy_locked(
         // they overlap instead of adding their round trips one after the other.
         let exports = async {
             if let Some(stored) = &stored {
+                if index_untouched(env, region, stack, published_before, stored) {
+                    return;
+                }
                 env.exports.update_stack(region, stack, stored).await;
             }
         };
@@ -682,6 +685,28 @@ async fn finish(
         }
         None
     }
+}
+
+/// Whether `state` publishes an export (or its export set is unreadable: treated as one).
+fn publishes(state: &StackState) -> bool {
+    let (exports, problem) = crate::state::exports::published_exports(state);
+    !exports.is_empty() || problem.is_some()
+}
+
+/// A stack that published no export before this deploy and publishes none after it has no
+/// entry to change in the exports index, unless the copy of the index this run holds shows
+/// one (a stale entry, which the update then removes): its read-modify-write is skipped,
+/// a round trip or, on a bucket without an index, a rebuild.
+fn index_untouched(
+    env: &DeployEnv,
+    region: &str,
+    stack: &str,
+    published_before: bool,
+    stored: &StackState,
+) -> bool {
+    !published_before
+        && !publishes(stored)
+        && env.exports.cached_holds(region, stack) != Some(true)
 }
 
 /// Hands this run's plaintext outputs to the cross-stack reader, so a consumer deployed later

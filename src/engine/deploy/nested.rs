@@ -68,7 +68,13 @@ impl Scope {
     pub fn new(env: &DeployEnv, options: &DeployOptions, target: &StackTarget<'_>) -> Self {
         Scope {
             env: env.clone(),
-            options: options.clone(),
+            // A child deploys inside its parent's walk: it never waits on other stacks.
+            options: DeployOptions {
+                producers: None,
+                announce: None,
+                heading: None,
+                ..options.clone()
+            },
             assembly_dir: target
                 .template_file
                 .parent()

@@ -2,10 +2,14 @@
 //! Destroy).
 //!
 //! Each deleted resource (a not-found counts) leaves the working record at once and the trimmed
-//! record is saved, serialized behind one mutex and guarded by the previous write's ETag, so an
-//! interrupted or partly failed destroy leaves a record of exactly what still exists and a
-//! re-run replays no delete. A failed incremental save is a warning; the final write (the
-//! record's deletion, or the preserve-write of a partial destroy) is authoritative.
+//! record is saved write-behind, through the deploy's coalescing saver
+//! ([`crate::engine::deploy::StateBook`]): one writer, each write guarded by the previous
+//! write's ETag, the latest snapshot only, so a burst of deletes costs a write or two and no
+//! delete waits for S3 before the resources it unblocks start. An interrupted or partly failed
+//! destroy leaves a record of what still exists, give or take the deletes of the last write in
+//! flight, which a re-run sends again and finds gone (a not-found is success). A failed
+//! incremental save is a warning; the final write (the record's deletion, or the
+//! preserve-write of a partial destroy) is authoritative.
 //!
 //! Every persisted snapshot clears `outputs` and drops `imports` / `outputReads`: a partly
 //! destroyed stack has no meaningful outputs, and keeping them would advertise exports whose
@@ -13,42 +17,25 @@
 //! read them before the first delete).
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Map;
-use tokio::sync::Mutex;
 
-use crate::state::backend::{BackendError, S3Backend, SaveCondition};
+use crate::engine::deploy::StateBook;
+use crate::state::backend::{BackendError, S3Backend};
 use crate::state::StackState;
-use crate::ui;
-
-struct Inner {
-    state: StackState,
-    etag: String,
-    from_legacy: bool,
-}
 
 /// The record of the stack being destroyed, and its writes.
 pub(super) struct DestroyBook {
-    backend: Arc<S3Backend>,
-    stack: String,
-    region: String,
-    inner: Mutex<Inner>,
+    book: StateBook,
 }
 
 /// What a destroy persists of `state`: the resources as they are, no outputs, no cross-stack
-/// reads.
+/// reads. (The saver stamps `lastModified`.)
 pub(super) fn snapshot(state: &StackState) -> StackState {
     let mut s = state.clone();
     s.outputs = Some(Map::new());
     s.imports = None;
     s.output_reads = None;
-    s.last_modified = Some(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0),
-    );
     s
 }
 
@@ -59,76 +46,36 @@ impl DestroyBook {
         etag: String,
         from_legacy: bool,
     ) -> Self {
-        DestroyBook {
-            backend,
-            stack: state.stack_name.clone(),
-            region: state.region.clone(),
-            inner: Mutex::new(Inner {
-                state,
-                etag,
-                from_legacy,
-            }),
-        }
+        let (stack, region) = (state.stack_name.clone(), state.region.clone());
+        let book = StateBook::new(backend, &stack, &region, state, Some(etag), from_legacy);
+        book.set_shape(snapshot);
+        DestroyBook { book }
     }
 
-    /// Drops `logical_id`'s record and saves the trimmed record; a failed save is a warning.
+    /// Drops `logical_id`'s record and schedules the save; returns at once.
     pub async fn remove(&self, logical_id: &str) {
-        let mut inner = self.inner.lock().await;
-        inner.state.resources.shift_remove(logical_id);
-        let etag = inner.etag.clone();
-        match self.save(&mut inner, SaveCondition::IfMatch(&etag)).await {
-            Ok(()) => {}
-            Err(e) => ui::warn(format!(
-                "{}: could not save state after deleting {logical_id}: {e}; the final write \
-                 records the outcome",
-                self.stack
-            )),
-        }
+        self.book.put(logical_id, None).await;
     }
 
     /// The logical ids still recorded.
     pub async fn remaining(&self) -> Vec<String> {
-        self.inner
-            .lock()
-            .await
-            .state
-            .resources
-            .keys()
-            .cloned()
-            .collect()
+        self.book.state().await.resources.keys().cloned().collect()
     }
 
     /// Whether the record still lives under the legacy key (nothing was saved yet).
     pub async fn is_legacy(&self) -> bool {
-        self.inner.lock().await.from_legacy
+        self.book.still_legacy()
+    }
+
+    /// Stops the saver before the record is deleted (after the write in flight lands).
+    pub async fn abandon(&self) {
+        self.book.abandon().await;
     }
 
     /// The final write of a partial destroy: the trimmed record, unconditionally (the stack
-    /// lock is held).
+    /// lock is held), after the write in flight.
     pub async fn preserve(&self) -> Result<(), BackendError> {
-        let mut inner = self.inner.lock().await;
-        self.save(&mut inner, SaveCondition::Unconditional).await
-    }
-
-    async fn save(
-        &self,
-        inner: &mut Inner,
-        condition: SaveCondition<'_>,
-    ) -> Result<(), BackendError> {
-        let snap = snapshot(&inner.state);
-        let etag = self
-            .backend
-            .save(
-                &self.stack,
-                &self.region,
-                &snap,
-                condition,
-                inner.from_legacy,
-            )
-            .await?;
-        inner.etag = etag;
-        inner.from_legacy = false;
-        Ok(())
+        self.book.finish(|_| {}).await.map(|_| ())
     }
 }
 

@@ -1,11 +1,12 @@
 //! What a fully successful destroy removes besides the resources: the create-token ledger
 //! (BEFORE the record, as state-schema.md requires: if it cannot be deleted the record stays and
 //! the command fails), the rollback journal, then `state.json`; the two transient objects with
-//! their noncurrent versions purged (fail-soft, with the spec's warning). `state.json`'s own
-//! history is kept: it is the recovery capability the bucket is versioned for.
+//! their noncurrent versions purged in the background (fail-soft, with the spec's warning).
+//! `state.json`'s own history is kept: it is the recovery capability the bucket is versioned
+//! for.
 
 use crate::state::backend::S3Backend;
-use crate::state::purge::{purge_noncurrent_versions, render_purge_warning, PurgeOutcome};
+use crate::state::purge::{purge_noncurrent_versions, render_purge_warning};
 use crate::ui;
 
 /// A sidecar or the record that could not be deleted; the record is still in place.
@@ -18,8 +19,10 @@ pub struct CleanupError {
     pub detail: String,
 }
 
-/// Deletes the ledger, the journal and the record (`legacy_key` too when the record was never
-/// re-saved out of the legacy layout).
+/// Deletes the ledger and the journal (together: they are independent), then the record
+/// (`legacy_key` too when the record was never re-saved out of the legacy layout). Each
+/// sidecar's noncurrent versions are purged in the background once its delete landed
+/// (`state::deferred`): fail-soft, so the record's delete does not wait for them.
 pub(super) async fn remove_record(
     backend: &S3Backend,
     stack: &str,
@@ -35,33 +38,37 @@ pub(super) async fn remove_record(
     };
     let ledger = keys.create_tokens(stack, region);
     let journal = keys.rollback_journal(stack, region);
-    let mut purged: Vec<(PurgeOutcome, &str)> = Vec::new();
-    for (key, what, description) in [
+    let sidecars = [
         (
-            &ledger,
+            ledger,
             "the create-token ledger",
             "the create-token ledger, which holds token nonces and no secret",
         ),
         (
-            &journal,
+            journal,
             "the rollback journal",
             "the rollback journal, whose `failedOperations[].attemptedProperties` records the \
              properties of the failed write verbatim",
         ),
-    ] {
-        backend
-            .delete_object(key)
-            .await
-            .map_err(|e| fail(&format!("{what} {key}"), e.to_string()))?;
-        let outcome = purge_noncurrent_versions(backend.client(), backend.bucket(), key).await;
-        purged.push((outcome, description));
-    }
-    for (outcome, description) in &purged {
-        if let Some(w) =
-            render_purge_warning(backend.bucket(), description, std::slice::from_ref(outcome))
-        {
-            ui::warn(w);
+    ];
+    let results = {
+        let (ledger, journal) = tokio::join!(
+            backend.delete_object(&sidecars[0].0),
+            backend.delete_object(&sidecars[1].0)
+        );
+        [ledger, journal]
+    };
+    let mut first_failure = None;
+    for ((key, what, description), result) in sidecars.iter().zip(results) {
+        match result {
+            Ok(()) => purge_later(backend, key, description),
+            Err(e) => {
+                first_failure.get_or_insert_with(|| fail(&format!("{what} {key}"), e.to_string()));
+            }
         }
+    }
+    if let Some(failure) = first_failure {
+        return Err(failure);
     }
     let state_key = keys.state(stack, region);
     backend
@@ -75,6 +82,22 @@ pub(super) async fn remove_record(
             .map_err(|e| fail(&format!("the legacy state record {legacy}"), e.to_string()))?;
     }
     Ok(())
+}
+
+/// Purges `key`'s noncurrent versions in the background, with the spec's warning on failure.
+fn purge_later(backend: &S3Backend, key: &str, description: &'static str) {
+    let (client, bucket, key) = (
+        backend.client().clone(),
+        backend.bucket().to_owned(),
+        key.to_owned(),
+    );
+    crate::state::deferred::spawn(async move {
+        let outcome = purge_noncurrent_versions(&client, &bucket, &key).await;
+        if let Some(w) = render_purge_warning(&bucket, description, std::slice::from_ref(&outcome))
+        {
+            ui::warn(w);
+        }
+    });
 }
 
 /// `--purge-events`: deletes every object version and delete marker under the stack's

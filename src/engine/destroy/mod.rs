@@ -11,9 +11,15 @@
 //!   through [`crate::engine::walk`]; each delete goes through the deploy's per-resource delete
 //!   ([`crate::engine::deploy::delete_recorded`]); `DeletionPolicy: Retain` /
 //!   `RetainExceptOnCreate` keep the resource (its record goes with the wholesale delete);
-//! - state: [`book`] saves the trimmed record after every delete; success removes the ledger,
-//!   the journal and the record ([`cleanup`]) and the stack's exports-index entries; a partial
-//!   destroy keeps the trimmed record, and a re-run continues from it.
+//! - state: [`book`] saves the trimmed record write-behind after every delete (no delete waits
+//!   for S3); success removes the ledger, the journal and the record ([`cleanup`]) and the
+//!   stack's exports-index entries; a partial destroy keeps the trimmed record, and a re-run
+//!   continues from it.
+//!
+//! Round trips in sequence (docs/performance.md): the lock; the record and the journal, read
+//! together; the walk; then the ledger and journal deletes together, the record's delete, the
+//! exports index, the lock's release. The version purges of the ledger, the journal and the
+//! lock run after the release, in the background (drained before the process exits).
 
 mod book;
 mod cleanup;
@@ -33,7 +39,7 @@ pub use cleanup::CleanupError;
 pub use scan::{Consumer, ScanError};
 
 use crate::aws::Clients;
-use crate::engine::deploy::{delete_recorded, is_nested, Action, Done};
+use crate::engine::deploy::{delete_recorded, is_nested, Action, Done, Producers, Settled};
 use crate::engine::policy::DeleteRules;
 use crate::engine::walk::{walk, WalkOptions};
 use crate::error::Error;
@@ -69,6 +75,15 @@ pub struct DestroyOptions {
     pub purge_events: bool,
     /// `--skip-final-snapshot` / `--remove-protection`.
     pub rules: DeleteRules,
+    /// Set when the stack starts before the stacks that depend on it are gone: it takes its
+    /// lock and reads its record, then waits for them before the strong-reference scan and
+    /// any delete (`Settled::Failed` names one that was kept; `Unchanged`: all gone).
+    pub dependents: Option<Producers>,
+    /// Called with the (final) report the moment the stack's record is deleted, before the
+    /// exports index and the lock's release: the stacks it depends on can go on from there.
+    pub gone: Option<Arc<dyn Fn(&DestroyReport) + Send + Sync>>,
+    /// Print "Destroying {stack} ({region})" once the stack may begin (after the wait).
+    pub heading: bool,
 }
 
 /// A destroy refused, or stopped before it could finish its bookkeeping.
@@ -84,6 +99,9 @@ pub enum DestroyError {
         region: String,
         consumers: Vec<Consumer>,
     },
+    /// A stack that depends on it was not destroyed; nothing was deleted.
+    #[error("skipped: {dependent} depends on it and was not destroyed")]
+    DependentKept { dependent: String },
     #[error(transparent)]
     Scan(#[from] ScanError),
     #[error(transparent)]
@@ -180,7 +198,26 @@ async fn destroy_locked(
         region: region.to_owned(),
         ..DestroyReport::default()
     };
-    let loaded = env.backend.load(stack, region).await.map_err(|e| match e {
+    let journal_store = JournalStore::new(
+        env.backend.client().clone(),
+        env.backend.bucket(),
+        env.backend.keys().clone(),
+    );
+    // The journal (its strays are deleted after the walk) is read beside the record.
+    let (loaded, prior_journal) = tokio::join!(
+        env.backend.load(stack, region),
+        journal::load(&journal_store, stack, region)
+    );
+    // Started before the stacks that depend on it were gone: nothing happens before they are.
+    if let Some(dependents) = &options.dependents {
+        if let Settled::Failed(dependent) = dependents.settled().await {
+            return Err(DestroyError::DependentKept { dependent });
+        }
+    }
+    if options.heading {
+        ui::info(format!("Destroying {stack} ({region})"));
+    }
+    let loaded = loaded.map_err(|e| match e {
         BackendError::State(e) => DestroyError::State(e),
         other => Error::from(other).into(),
     })?;
@@ -248,6 +285,16 @@ async fn destroy_locked(
         ));
     }
     let task_run = run.clone();
+    // For the trace (the benchmark's critical path): each resource's recorded dependencies.
+    let graph_deps: std::collections::HashMap<String, Vec<String>> = run
+        .records
+        .keys()
+        .map(|id| {
+            let deps = graph.dependencies_of(id).into_iter().map(str::to_owned);
+            (id.clone(), deps.collect())
+        })
+        .collect();
+    crate::aws::trace::walk_mark(stack, "start");
     let outcome = walk(
         graph.ready_tracker(Direction::Delete),
         WalkOptions {
@@ -257,17 +304,27 @@ async fn destroy_locked(
         },
         move |id| {
             let run = task_run.clone();
+            let deps: Vec<String> = graph_deps.get(&id).cloned().unwrap_or_default();
             async move {
-                let result = destroy_one(&run, &id).await;
-                match &result {
-                    Ok(done) => ui::info(done.line(None)),
-                    Err((done, e)) => ui::info(done.line(Some(e))),
-                }
+                let result =
+                    crate::aws::trace::scoped(&run.stack, &id, destroy_one(&run, &id)).await;
+                let done = match &result {
+                    Ok(done) => {
+                        ui::info(done.line(None));
+                        done
+                    }
+                    Err((done, e)) => {
+                        ui::info(done.line(Some(e)));
+                        done
+                    }
+                };
+                crate::aws::trace::resource(&run.stack, done, &deps);
                 result
             }
         },
     )
     .await;
+    crate::aws::trace::walk_mark(stack, "end");
     for (id, done) in outcome.completed {
         match done.action {
             Action::Retained => report.retained.push(id),
@@ -293,22 +350,31 @@ async fn destroy_locked(
                  write was skipped (the per-resource saves stand)"
             ),
         ));
+        run.book.abandon().await;
         report.remaining = run.book.remaining().await;
         return Ok(report);
     }
     if report.is_success() {
-        delete_strays(&run, &mut report).await;
+        delete_strays(&run, prior_journal, &mut report).await;
     }
     if report.is_success() {
+        // No incremental write may land after the record's delete.
+        run.book.abandon().await;
         let legacy = match legacy_key {
             Some(k) if run.book.is_legacy().await => Some(k),
             _ => None,
         };
         cleanup::remove_record(&env.backend, stack, region, legacy.as_deref()).await?;
-        if options.purge_events {
-            cleanup::purge_events(&env.backend, stack, region).await;
+        if let Some(gone) = &options.gone {
+            gone(&report);
         }
-        env.exports.remove_stack(region, stack).await;
+        // The exports index after the record (and beside the event-store purge).
+        let events = async {
+            if options.purge_events {
+                cleanup::purge_events(&env.backend, stack, region).await;
+            }
+        };
+        tokio::join!(events, env.exports.remove_stack(region, stack));
         return Ok(report);
     }
     if let Err(e) = run.book.preserve().await {
@@ -336,13 +402,12 @@ impl Run {
 
 /// Deletes what only the rollback journal records (a failed CREATE's resource), before the
 /// journal goes with the record; a failed delete makes the destroy partial.
-async fn delete_strays(run: &Run, report: &mut DestroyReport) {
-    let store = JournalStore::new(
-        run.backend.client().clone(),
-        run.backend.bucket(),
-        run.backend.keys().clone(),
-    );
-    let Some(found) = journal::load(&store, &run.stack, &run.region).await else {
+async fn delete_strays(
+    run: &Run,
+    journal: Option<crate::state::journal::Journal>,
+    report: &mut DestroyReport,
+) {
+    let Some(found) = journal else {
         return;
     };
     for stray in journal::strays(&found, &run.records) {
@@ -464,7 +529,14 @@ fn destroy_nested<'a>(
             stack_name: &child,
             region: &run.region,
         };
-        match destroy_stack(&env, &target, &run.options).await {
+        // A child goes inside its parent's walk: it waits on no other stack.
+        let options = DestroyOptions {
+            dependents: None,
+            gone: None,
+            heading: false,
+            ..run.options.clone()
+        };
+        match destroy_stack(&env, &target, &options).await {
             Ok(report) if report.is_success() => Ok(()),
             Ok(report) => Err(format!(
                 "nested stack {child}: destroy incomplete ({} failed, {} skipped); its record \

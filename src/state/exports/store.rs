@@ -83,6 +83,8 @@ pub struct ExportIndexStore {
     pub(super) keys: StateKeys,
     retry_base_delay: Duration,
     cache: Mutex<HashMap<String, Arc<ExportIndex>>>,
+    /// Reads a valid index as stored and never writes (no rebuild, no write-through).
+    read_only: bool,
 }
 
 /// The stored index as one GET found it.
@@ -149,7 +151,16 @@ impl ExportIndexStore {
             keys,
             retry_base_delay: DEFAULT_RETRY_BASE_DELAY,
             cache: Mutex::new(HashMap::new()),
+            read_only: false,
         }
+    }
+
+    /// A store for a command that writes nothing (`cdkd diff`): lookups read the index as
+    /// stored (a missing or corrupt one holds nothing: the caller scans the records), and
+    /// every write is a no-op reported as unchanged.
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
     }
 
     /// Sets the first retry's delay (tests use a few milliseconds).
@@ -174,6 +185,13 @@ impl ExportIndexStore {
         }
         self.apply(region, Change::Ensure).await;
         self.cached(region)
+    }
+
+    /// Whether the index of `region` this store holds (read or written this run) has an
+    /// entry `stack` produced; `None` when the store holds no copy of it.
+    pub fn cached_holds(&self, region: &str, stack: &str) -> Option<bool> {
+        let index = self.cached(region)?;
+        Some(index.exports.values().any(|e| e.producer_stack == stack))
     }
 
     /// Makes `stack`'s entries in `region` exactly the exports `state`
@@ -272,6 +290,18 @@ impl ExportIndexStore {
     /// The read-modify-write loop every operation goes through.
     async fn apply(&self, region: &str, change: Change<'_>) -> IndexWriteReport {
         let key = self.keys.export_index(region);
+        if self.read_only {
+            if matches!(change, Change::Ensure) {
+                if let Ok(Stored::Valid { index, .. }) = self.read(&key).await {
+                    self.remember(region, index);
+                }
+            }
+            return IndexWriteReport {
+                status: IndexWriteStatus::Unchanged,
+                rebuilt: false,
+                warnings: Vec::new(),
+            };
+        }
         let mut sticky: Vec<String> = Vec::new();
         let mut derived: Option<IndexMap<String, ExportEntry>> = None;
         let mut rebuilt = false;

@@ -1,6 +1,7 @@
 //! Giving the lock back: the `If-Match` delete, the 412 and 403 / 501 paths
 //! that re-read ownership first, the double-release tombstone, and
-//! `force-unlock`.
+//! `force-unlock`. The release's version purge runs after the delete, in the
+//! background (`state::deferred`, drained before the process exits).
 
 use super::held::Entry;
 use super::s3::Ctx;
@@ -72,7 +73,7 @@ pub(super) async fn release_entry(ctx: &Ctx, entry: &Entry) -> Result<ReleaseOut
 
     let refused = match ctx.delete(key, Some(&etag)).await {
         Ok(()) => {
-            ctx.purge_quiet(key).await;
+            purge_later(ctx, key);
             return Ok(ReleaseOutcome::Released);
         }
         Err(e) => e,
@@ -89,7 +90,7 @@ pub(super) async fn release_entry(ctx: &Ctx, entry: &Entry) -> Result<ReleaseOut
                 Ok(Some((bytes, current))) if entry.is_own_body(&bytes) => {
                     match ctx.delete(key, Some(&current)).await {
                         Ok(()) => {
-                            ctx.purge_quiet(key).await;
+                            purge_later(ctx, key);
                             Ok(ReleaseOutcome::Released)
                         }
                         Err(e) if e.kind() == ErrorKind::NotFound => Ok(ReleaseOutcome::Gone),
@@ -118,7 +119,7 @@ pub(super) async fn release_entry(ctx: &Ctx, entry: &Entry) -> Result<ReleaseOut
                     ctx.delete(key, None)
                         .await
                         .map_err(|e| LockError::aws(stack, region, "release", e))?;
-                    ctx.purge_quiet(key).await;
+                    purge_later(ctx, key);
                     Ok(ReleaseOutcome::Released)
                 }
                 Ok(current) => Ok(not_ours(entry, current)),
@@ -126,6 +127,14 @@ pub(super) async fn release_entry(ctx: &Ctx, entry: &Entry) -> Result<ReleaseOut
         }
         _ => Err(LockError::aws(stack, region, "release", refused)),
     }
+}
+
+/// The release's purge of the lock key's noncurrent versions, in the background
+/// ([`crate::state::deferred`]): it follows the DELETE, as it must, but nothing after the
+/// release waits for it.
+fn purge_later(ctx: &Ctx, key: &str) {
+    let (ctx, key) = (ctx.clone(), key.to_owned());
+    crate::state::deferred::spawn(async move { ctx.purge_quiet(&key).await });
 }
 
 fn not_ours(entry: &Entry, current: Option<(Vec<u8>, String)>) -> ReleaseOutcome {

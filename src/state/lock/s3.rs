@@ -16,6 +16,7 @@ use crate::state::purge::{
 const LOCK_OBJECT_KIND: &str = "lock";
 
 /// The S3 side, shared by the manager, its held locks and their renewals.
+#[derive(Clone)]
 pub(super) struct Ctx {
     pub(super) client: Client,
     pub(super) bucket: String,

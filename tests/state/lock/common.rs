@@ -90,8 +90,11 @@ pub async fn get(client: &Client, bucket: &str, key: &str) -> Option<(Vec<u8>, S
     Some((body, etag))
 }
 
-/// (noncurrent bodies, noncurrent delete markers, current entries) of exactly `key`.
+/// (noncurrent bodies, noncurrent delete markers, current entries) of exactly `key`, once the
+/// background purges a release started (`cdkd::state::deferred`) have finished, as they have
+/// by the time a cdkd process exits.
 pub async fn version_counts(client: &Client, bucket: &str, key: &str) -> (usize, usize, usize) {
+    cdkd::state::deferred::drain().await;
     let out = client
         .list_object_versions()
         .bucket(bucket)
