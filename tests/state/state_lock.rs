@@ -249,7 +249,7 @@ async fn renewal_moves_expires_at_forward_past_the_ttl() {
         Err(LockError::Held { .. })
     ));
     assert_eq!(held.release().await.unwrap(), ReleaseOutcome::Released);
-                                          // Every renewal's version and the release's marker history are gone.
+    // Every renewal's version and the release's marker history are gone.
     assert_eq!(version_counts(&client, &bucket, &key).await, (0, 0, 1));
     // Renewal stopped with the release: nothing re-creates the lock.
     tokio::time::sleep(Duration::from_millis(700)).await;

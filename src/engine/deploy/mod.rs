@@ -57,8 +57,8 @@ pub use changes::{diff_properties, is_stateful, values_equal};
 pub(crate) use delete::{delete_recorded, masked_delete};
 pub use dry_run::{dry_run, DryRun};
 pub use failure::FailureSummary;
-pub use producers::{Producers, Settled};
 pub(crate) use nested::is_nested;
+pub use producers::{Producers, Settled};
 pub use replay::{replay_journal, ReplayEnv, ReplayError, ReplayOptions, ReplayReport};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 
@@ -704,9 +704,7 @@ fn index_untouched(
     published_before: bool,
     stored: &StackState,
 ) -> bool {
-    !published_before
-        && !publishes(stored)
-        && env.exports.cached_holds(region, stack) != Some(true)
+    !published_before && !publishes(stored) && env.exports.cached_holds(region, stack) != Some(true)
 }
 
 /// Hands this run's plaintext outputs to the cross-stack reader, so a consumer deployed later
