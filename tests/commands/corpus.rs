@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use serde_json::Value;
-use support::{cdkd, s3_client, sdk_config, unique_name};
+use support::{cdkd, s3_client, sdk_config, string_leaves, unique_name};
 
 fn fixture(app: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -347,24 +347,6 @@ async fn exists(r: &Recorded) -> bool {
     }
 }
 
-/// Every string leaf under `v`, with its path, for the composite-identifier scan.
-fn string_leaves<'a>(v: &'a Value, path: String, out: &mut Vec<(String, &'a str)>) {
-    match v {
-        Value::String(s) => out.push((path, s)),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                string_leaves(item, format!("{path}[{i}]"), out);
-            }
-        }
-        Value::Object(map) => {
-            for (k, item) in map {
-                string_leaves(item, format!("{path}.{k}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// A `Ref` must hand consumers CloudFormation's value, never cdkd's internal `a|b` Cloud
 /// Control identifier: no resource property (what was sent to AWS) and no output or export
 /// of the record may carry the physical id of a composite-identifier resource. Returns how
@@ -380,11 +362,11 @@ fn assert_no_composite_id_leaks(app: &str, state: &Value) -> usize {
     for r in &resources {
         string_leaves(
             &r.properties,
-            format!("{}.Properties", r.logical_id),
+            &format!("{}.Properties", r.logical_id),
             &mut leaves,
         );
     }
-    string_leaves(&state["outputs"], "outputs".to_owned(), &mut leaves);
+    string_leaves(&state["outputs"], "outputs", &mut leaves);
     for c in &composite {
         for (path, text) in &leaves {
             assert!(

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use support::http::http;
-use support::{cdkd, s3_client, sdk_config, unique_name};
+use support::{cdkd, s3_client, sdk_config, string_leaves, unique_name};
 use tempfile::TempDir;
 
 const REGION: &str = "us-east-1";
@@ -624,27 +624,9 @@ fn run_app(dir: &Path, bucket: &str, args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), stderr)
 }
 
-/// Every string leaf of `v` with its path, for the `|` checks.
-fn leaves(v: &Value, path: &str, out: &mut Vec<(String, String)>) {
-    match v {
-        Value::String(s) => out.push((path.to_owned(), s.clone())),
-        Value::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                leaves(x, &format!("{path}[{i}]"), out);
-            }
-        }
-        Value::Object(m) => {
-            for (k, x) in m {
-                leaves(x, &format!("{path}.{k}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
 fn joined_ids(v: &Value, path: &str) -> Vec<(String, String)> {
     let mut all = Vec::new();
-    leaves(v, path, &mut all);
+    string_leaves(v, path, &mut all);
     all.into_iter().filter(|(_, s)| s.contains('|')).collect()
 }
 

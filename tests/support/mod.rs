@@ -120,3 +120,23 @@ pub fn cdkd() -> assert_cmd::Command {
     cmd.envs(emulator_env()).env_remove("CDKD_STATE_BUCKET");
     cmd
 }
+
+/// Every string leaf of `v` with its JSON path under `path` (`a.b[0].c`), for scans of
+/// records and outputs.
+pub fn string_leaves(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => out.push((path.to_owned(), s.clone())),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                string_leaves(item, &format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                string_leaves(item, &format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
