@@ -87,7 +87,8 @@ fn scalar_text(v: &Value) -> Option<String> {
     }
 }
 
-fn optional_equal(new: Option<&Value>, old: Option<&Value>) -> bool {
+/// [`values_equal`] over values that may be absent: absent equals `null`.
+pub fn optional_equal(new: Option<&Value>, old: Option<&Value>) -> bool {
     match (new, old) {
         (Some(n), Some(o)) => values_equal(n, o),
         (Some(v), None) | (None, Some(v)) => v.is_null(),

@@ -53,7 +53,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-pub use changes::{diff_properties, is_stateful, values_equal};
+pub use changes::{diff_properties, is_stateful, optional_equal, values_equal};
 pub(crate) use delete::{delete_recorded, masked_delete};
 pub use dry_run::{dry_run, DryRun};
 pub use failure::FailureSummary;

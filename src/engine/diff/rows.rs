@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::deploy::preview::Preview;
-use crate::engine::deploy::values_equal;
+use crate::engine::deploy::{optional_equal, values_equal};
 use crate::plan::{references, ChangeKind, ChangeReason, ResourceChange};
 use crate::state::StackState;
 
@@ -185,7 +185,7 @@ pub fn leaf_changes(
         (Some(Value::Object(o)), Some(Value::Object(n))) => {
             for (k, nv) in n {
                 let ov = o.get(k);
-                if same(ov, Some(nv)) {
+                if optional_equal(Some(nv), ov) {
                     continue;
                 }
                 leaf_changes(&format!("{path}.{k}"), ov, Some(nv), out);
@@ -209,14 +209,6 @@ pub fn leaf_changes(
             old.filter(|v| !v.is_null()).cloned(),
             new.filter(|v| !v.is_null()).cloned(),
         )),
-    }
-}
-
-fn same(old: Option<&Value>, new: Option<&Value>) -> bool {
-    match (new, old) {
-        (Some(n), Some(o)) => values_equal(n, o),
-        (Some(v), None) | (None, Some(v)) => v.is_null(),
-        (None, None) => true,
     }
 }
 
