@@ -31,6 +31,8 @@ pub const AWS_DEFAULT_REGION: &str = "AWS_DEFAULT_REGION";
 pub const AWS_ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 /// Service-specific endpoint override for S3 (also read by aws-config).
 pub const AWS_ENDPOINT_URL_S3: &str = "AWS_ENDPOINT_URL_S3";
+/// The named profile (read by aws-config itself; cdkd names it in credential errors).
+pub const AWS_PROFILE: &str = "AWS_PROFILE";
 
 /// Disables colour in human output (https://no-color.org).
 pub const NO_COLOR: &str = "NO_COLOR";

@@ -5,6 +5,8 @@
 use aws_sdk_s3::error::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
+use super::diagnose;
+
 /// The kinds of failure callers decide on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -126,20 +128,23 @@ impl AwsError {
     ) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
-        R: HttpStatus + std::fmt::Debug,
+        R: HttpStatus + std::fmt::Debug + 'static,
     {
         let message = match err {
             SdkError::ServiceError(service_err) => {
                 let e = service_err.err();
-                match (e.code(), e.message()) {
+                let detail = match (e.code(), e.message()) {
                     (Some(code), Some(msg)) => format!("{code}: {msg}"),
                     (Some(code), None) => code.to_owned(),
-                    _ => one_line(
-                        &aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),
-                    ),
-                }
+                    _ => match http_status(err) {
+                        Some(status) => format!("HTTP {status}: {}", diagnose::messages(err)),
+                        None => diagnose::messages(err),
+                    },
+                };
+                diagnose::service_error(service, operation, e.code(), http_status(err), &detail)
+                    .unwrap_or(detail)
             }
-            _ => one_line(&aws_smithy_types::error::display::DisplayErrorContext(err).to_string()),
+            _ => diagnose::failure(err),
         };
         AwsError::Call {
             service,
@@ -156,8 +161,4 @@ impl AwsError {
             AwsError::Unexpected(_) => ErrorKind::Other,
         }
     }
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -6,10 +6,13 @@
 //! that would override the user's. S3 switches to path-style addressing whenever an endpoint is
 //! overridden, because emulators and most S3-compatible stores cannot serve virtual-hosted names.
 
+mod diagnose;
+pub mod endpoint;
 mod errors;
 pub mod gate;
 pub mod trace;
 
+pub use diagnose::failure as describe_failure;
 pub use errors::{classify, error_code, AwsError, ErrorKind, HttpStatus};
 
 use std::any::{Any, TypeId};
@@ -41,6 +44,7 @@ pub struct Clients {
 impl Clients {
     /// Loads the default chain once. With `role_arn`, every client assumes that role.
     pub async fn load(options: &ClientOptions) -> Self {
+        diagnose::set_profile(options.profile.as_deref());
         let mut loader = aws_config::defaults(BehaviorVersion::latest());
         if let Some(profile) = &options.profile {
             loader = loader.profile_name(profile);
@@ -49,7 +53,8 @@ impl Clients {
             loader = loader.region(Region::new(region.clone()));
         }
         // One HTTP client shared by every service client (and traced under CDKD_TRACE_FILE).
-        loader = loader.http_client(trace::http_client());
+        // Connection failures name their endpoint (`endpoint`).
+        loader = loader.http_client(endpoint::naming(trace::http_client()));
         let mut base = loader.load().await;
         if let Some(role_arn) = &options.role_arn {
             let mut assume = aws_config::sts::AssumeRoleProvider::builder(role_arn)

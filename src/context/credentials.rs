@@ -211,7 +211,7 @@ async fn assume(
     provider
         .provide_credentials()
         .await
-        .map_err(|e| aws_smithy_types::error::display::DisplayErrorContext(&e).to_string())?;
+        .map_err(|e| crate::aws::describe_failure(&e))?;
     Ok(regional
         .to_builder()
         .credentials_provider(SharedCredentialsProvider::new(provider))

@@ -42,7 +42,7 @@ impl LookupError {
     ) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
-        R: HttpStatus + std::fmt::Debug,
+        R: HttpStatus + std::fmt::Debug + 'static,
     {
         let err = AwsError::call(service, operation, target, err);
         match err.kind() {

@@ -529,3 +529,75 @@ fn garbage_assemblies_never_panic() {
         }
     }
 }
+
+/// A port nothing listens on: bound, then released.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+/// A deploy against a closed port is one line naming the service, the operation and the
+/// endpoint, with the remedy; never the SDK's debug dump.
+#[test]
+fn a_deploy_against_a_closed_port_names_the_endpoint() {
+    let dir = fixture("basic");
+    let endpoint = format!("http://127.0.0.1:{}", closed_port());
+    // Every service closed: the first call (STS, the account) fails.
+    let out = cdkd()
+        .current_dir(&dir)
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("AWS_ENDPOINT_URL_STS", &endpoint)
+        .args(["deploy", "-a", "cdk.out", "--state-bucket", "b"])
+        .output()
+        .expect("runs");
+    assert_one_line_error(&out, &format!("cannot connect to {endpoint}"));
+    let err = stderr_of(&out);
+    assert!(err.contains("sts GetCallerIdentity"), "{err}");
+    assert!(err.contains("correct AWS_ENDPOINT_URL"), "{err}");
+    for dump in ["DispatchFailure", "ConnectorError", "hyper_util", "Os {"] {
+        assert!(!err.contains(dump), "debug dump in: {err}");
+    }
+
+    // STS answers, S3 (the state bucket) is closed: the S3 call names its endpoint.
+    let out = cdkd()
+        .current_dir(&dir)
+        .env("AWS_ENDPOINT_URL_S3", &endpoint)
+        .args(["deploy", "-a", "cdk.out", "--state-bucket", "b"])
+        .output()
+        .expect("runs");
+    // The stack's line, then the run's summary line.
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("cannot connect to"))
+        .unwrap_or_else(|| panic!("no connection error in: {err}"));
+    assert!(
+        line.contains("s3 PutObject") && line.contains(&endpoint),
+        "{line}"
+    );
+    assert!(!err.contains("DispatchFailure"), "{err}");
+}
+
+/// No credentials anywhere: one line saying so and how to provide them, naming the profile.
+#[test]
+fn missing_credentials_are_one_line_with_the_remedy() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let out = cdkd()
+        .current_dir(fixture("basic"))
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env("HOME", home.path())
+        .env("AWS_CONFIG_FILE", home.path().join("config"))
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            home.path().join("credentials"),
+        )
+        .args(["deploy", "-a", "cdk.out", "--profile", "nobody"])
+        .output()
+        .expect("runs");
+    assert_one_line_error(&out, "no AWS credentials found for profile `nobody`");
+    let err = stderr_of(&out);
+    assert!(err.contains("aws sso login --profile nobody"), "{err}");
+    assert!(!err.contains("CredentialsNotLoaded"), "{err}");
+}
