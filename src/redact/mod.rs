@@ -22,4 +22,4 @@ pub mod record;
 
 pub use needles::{Needles, MASK, MIN_NEEDLE_LENGTH};
 pub use positions::{comparable, mask_leaves, with_expressions, NoEchoScope};
-pub use record::{RecordRedactor, RecordedReads, StoredProperties};
+pub use record::{MaskedFingerprints, RecordRedactor, RecordedReads, StoredProperties};

@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use super::attributes::NoEchoAttributes;
@@ -41,6 +42,17 @@ pub struct StoredProperties {
     pub stored: Map<String, Value>,
     /// `noEchoLeaves`; `None` leaves the field as the record has it.
     pub no_echo_leaves: Option<Vec<Vec<PathSegment>>>,
+    /// `maskedPropertyFingerprints` / `maskedPropertyInputFingerprints` of what was sent;
+    /// `None` leaves the fields as the record has them.
+    pub masked: Option<MaskedFingerprints>,
+}
+
+/// One resource's masked-property fingerprints, keyed by top-level property: the hash of its
+/// template text, and of that text with its non-secret inputs (`engine::deploy::masked`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MaskedFingerprints {
+    pub text: IndexMap<String, String>,
+    pub inputs: IndexMap<String, String>,
 }
 
 impl std::fmt::Debug for StoredProperties {
@@ -177,6 +189,13 @@ impl RecordRedactor {
                     if sp.no_echo_leaves.is_some() {
                         rec.no_echo_leaves = sp.no_echo_leaves.clone();
                     }
+                    if let Some(m) = &sp.masked {
+                        let field = |f: &IndexMap<String, String>| {
+                            (!f.is_empty()).then(|| Lenient::Valid(f.clone()))
+                        };
+                        rec.masked_property_fingerprints = field(&m.text);
+                        rec.masked_property_input_fingerprints = field(&m.inputs);
+                    }
                 }
             }
             if needles.is_empty() {
@@ -292,6 +311,7 @@ mod tests {
                 sent: sent.clone(),
                 stored: obj(json!({"Value": "{{resolve:ssm-secure:/s}}", "Name": "n"})),
                 no_echo_leaves: Some(vec![]),
+                masked: None,
             },
         );
         r.set_reads(Arc::new(Reads));
@@ -333,6 +353,7 @@ mod tests {
                 sent: sent.clone(),
                 stored: sent.clone(),
                 no_echo_leaves: None,
+                masked: None,
             },
         );
         r.record_literals(

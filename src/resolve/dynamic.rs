@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::context::ResolveContext;
 use super::error::{LookupError, ResolveError, ResolveErrorKind};
+use crate::redact::MASK;
 
 /// What opens a dynamic reference.
 pub const DYNAMIC_REFERENCE_OPENER: &str = "{{resolve:";
@@ -165,6 +166,43 @@ pub struct DynamicParseError {
 pub enum Segment<'a> {
     Text(&'a str),
     Reference(DynamicReference),
+}
+
+/// The key of the resolver's stand-in for `Fn::Base64` over text holding a dynamic reference.
+/// The reference is only substituted by the post-pass, so the encoding waits for it there;
+/// a resolved value never holds an intrinsic's key otherwise.
+pub const BASE64_PENDING: &str = "Fn::Base64";
+
+/// `Fn::Base64` of `text`, encoded once its references are substituted.
+pub fn base64_pending(text: String) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert(BASE64_PENDING.to_owned(), Value::String(text));
+    Value::Object(m)
+}
+
+/// The text a [`base64_pending`] value waits to encode.
+pub fn pending_base64_text(v: &Value) -> Option<&str> {
+    match v {
+        Value::Object(m) if m.len() == 1 => m.get(BASE64_PENDING)?.as_str(),
+        _ => None,
+    }
+}
+
+/// `value` with every pending `Fn::Base64` encoded as written (references unsubstituted):
+/// what a caller with nothing fetched sends, as before the encoding waited.
+pub fn encode_pending_as_written(value: &Value) -> Value {
+    if let Some(text) = pending_base64_text(value) {
+        return Value::String(super::functions::base64(text.as_bytes()));
+    }
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(encode_pending_as_written).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), encode_pending_as_written(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// Whether `text` holds a dynamic-reference opener.
@@ -562,6 +600,9 @@ struct Pass<'a> {
 
 impl Pass<'_> {
     fn walk(&mut self, v: &Value) -> Result<Value, ResolveError> {
+        if let Some(text) = pending_base64_text(v) {
+            return self.base64_leaf(text).map(Value::String);
+        }
         match v {
             Value::String(s) if contains_dynamic_reference(s) => self.leaf(s).map(Value::String),
             Value::Array(items) => {
@@ -605,16 +646,61 @@ impl Pass<'_> {
     }
 
     fn leaf(&mut self, text: &str) -> Result<String, ResolveError> {
+        let done = self.substitute(text)?;
+        if !done.secret_refs.is_empty() {
+            self.record(done.expression, done.secret_refs, done.plaintexts);
+        }
+        Ok(done.resolved)
+    }
+
+    /// `Fn::Base64` over `text`: encoded after substitution. An encoding that carries a
+    /// secret decodes straight back to it, so state cannot record it as a reference: the
+    /// position is stored as `***` (the encoding itself joins the plaintexts to redact).
+    /// A preview that withholds the secret has nothing to encode and shows the mask too.
+    fn base64_leaf(&mut self, text: &str) -> Result<String, ResolveError> {
+        let done = self.substitute(text)?;
+        if done.secret_refs.is_empty() {
+            return Ok(super::functions::base64(done.resolved.as_bytes()));
+        }
+        if done.withheld {
+            self.record(MASK.to_owned(), done.secret_refs, Vec::new());
+            return Ok(MASK.to_owned());
+        }
+        let encoded = super::functions::base64(done.resolved.as_bytes());
+        let mut plaintexts = done.plaintexts;
+        plaintexts.push(encoded.clone());
+        self.record(MASK.to_owned(), done.secret_refs, plaintexts);
+        Ok(encoded)
+    }
+
+    fn record(&mut self, expression: String, references: Vec<String>, plaintexts: Vec<String>) {
+        self.secrets.insert_position(
+            self.path.clone(),
+            SecretPosition {
+                expression,
+                references,
+            },
+        );
+        plaintexts
+            .into_iter()
+            .for_each(|p| self.secrets.insert_plaintext(p));
+    }
+
+    /// Substitutes the references of one string.
+    fn substitute(&mut self, text: &str) -> Result<Substituted, ResolveError> {
         let segments = split_references(text).map_err(|e| self.fail(e.to_string()))?;
-        let mut resolved = String::with_capacity(text.len());
-        let mut expression = String::with_capacity(text.len());
-        let mut secret_refs = Vec::new();
-        let mut plaintexts = Vec::new();
+        let mut done = Substituted {
+            resolved: String::with_capacity(text.len()),
+            expression: String::with_capacity(text.len()),
+            secret_refs: Vec::new(),
+            plaintexts: Vec::new(),
+            withheld: false,
+        };
         for segment in segments {
             let r = match segment {
                 Segment::Text(t) => {
-                    resolved.push_str(t);
-                    expression.push_str(t);
+                    done.resolved.push_str(t);
+                    done.expression.push_str(t);
                     continue;
                 }
                 Segment::Reference(r) => r,
@@ -622,9 +708,7 @@ impl Pass<'_> {
             let withhold = self.lookup.withholds_secrets();
             if withhold && r.is_secret_by_kind() {
                 // Never fetched: kept as written on both sides.
-                resolved.push_str(&r.text);
-                expression.push_str(&r.text);
-                secret_refs.push(r.text);
+                done.keep(r.text);
                 continue;
             }
             let key = r.fetch_key(self.region);
@@ -636,32 +720,39 @@ impl Pass<'_> {
                 .map_err(|m| self.fail(format!("{}: {m}", r.text)))?;
             if secret && withhold {
                 // A SecureString behind a plain `ssm` reference, read without decryption.
-                resolved.push_str(&r.text);
-                expression.push_str(&r.text);
-                secret_refs.push(r.text);
+                done.keep(r.text);
                 continue;
             }
-            resolved.push_str(&value);
+            done.resolved.push_str(&value);
             if secret {
-                expression.push_str(&r.text);
-                secret_refs.push(r.text);
-                plaintexts.push(value);
+                done.expression.push_str(&r.text);
+                done.secret_refs.push(r.text);
+                done.plaintexts.push(value);
             } else {
-                expression.push_str(&value);
+                done.expression.push_str(&value);
             }
         }
-        if !secret_refs.is_empty() {
-            self.secrets.insert_position(
-                self.path.clone(),
-                SecretPosition {
-                    expression,
-                    references: secret_refs,
-                },
-            );
-            plaintexts
-                .into_iter()
-                .for_each(|p| self.secrets.insert_plaintext(p));
-        }
-        Ok(resolved)
+        Ok(done)
+    }
+}
+
+/// One string's references substituted.
+struct Substituted {
+    /// What AWS receives.
+    resolved: String,
+    /// What state persists: secret references as written, public ones substituted.
+    expression: String,
+    secret_refs: Vec<String>,
+    plaintexts: Vec<String>,
+    /// A secret reference was kept as written (a preview never fetches one).
+    withheld: bool,
+}
+
+impl Substituted {
+    fn keep(&mut self, reference: String) {
+        self.resolved.push_str(&reference);
+        self.expression.push_str(&reference);
+        self.secret_refs.push(reference);
+        self.withheld = true;
     }
 }

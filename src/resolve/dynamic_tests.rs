@@ -510,3 +510,41 @@ fn a_withholding_lookup_yields_exactly_what_the_deploy_stores() {
     let expected: Vec<&str> = secrets.positions().map(|(p, _)| p).collect();
     assert_eq!(positions, expected);
 }
+
+#[test]
+fn base64_over_a_secret_is_encoded_after_substitution_and_stored_as_the_mask() {
+    let b64 = |s: &str| super::functions::base64(s.as_bytes());
+    let value = json!({
+        "UserData": base64_pending("#!/bin/sh\necho {{resolve:secretsmanager:raw}} > /x\n".into()),
+        "Public": base64_pending("name={{resolve:ssm:/pub}}".into()),
+        "Nested": {"Data": base64_pending("{{resolve:ssm:/sec}}".into())}
+    });
+    let path = "";
+    let (sent, secrets) = substitute_dynamic_references(&value, path, &ctx(), &table()).unwrap();
+    let encoded = b64("#!/bin/sh\necho raw-secret > /x\n");
+    assert_eq!(sent["UserData"], json!(encoded));
+    assert_eq!(sent["Public"], json!(b64("name=public-value")));
+    assert_eq!(sent["Nested"]["Data"], json!(b64("s3cure-param")));
+    let positions: Vec<(&str, &str)> = secrets
+        .positions()
+        .map(|(p, s)| (p, s.expression.as_str()))
+        .collect();
+    assert_eq!(
+        positions,
+        vec![("UserData", "***"), ("Nested.Data", "***")],
+        "an encoding of a secret is stored as the mask; a public one is not a secret"
+    );
+    let plain: Vec<&str> = secrets.plaintexts().collect();
+    assert!(plain.contains(&"raw-secret") && plain.contains(&encoded.as_str()));
+
+    // A preview never fetches the secret: it shows the mask the deploy stores.
+    let (previewed, _) =
+        substitute_dynamic_references(&value, path, &ctx(), &Withholding(table())).unwrap();
+    assert_eq!(previewed["UserData"], json!("***"));
+    assert_eq!(previewed["Public"], sent["Public"]);
+    // Nothing fetched at all: encoded as written, as before the encoding waited.
+    assert_eq!(
+        encode_pending_as_written(&value)["Public"],
+        json!(b64("name={{resolve:ssm:/pub}}"))
+    );
+}

@@ -43,8 +43,13 @@ impl Resolver<'_> {
         }
     }
 
+    /// Text holding a dynamic reference is encoded by the post-pass, once the reference is
+    /// substituted: the resolver only marks it ([`super::dynamic::base64_pending`]).
     fn base64_fn(&mut self, arg: &Value) -> R<Value> {
         let text = self.eval_text(arg, "Fn::Base64")?;
+        if super::dynamic::contains_dynamic_reference(&text) {
+            return Ok(super::dynamic::base64_pending(text));
+        }
         Ok(Value::String(base64(text.as_bytes())))
     }
 
@@ -427,24 +432,7 @@ impl Resolver<'_> {
     }
 }
 
-/// Standard base64 with padding.
-pub(super) fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (i, shift) in [18u32, 12, 6, 0].iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> shift) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+/// Standard base64 with padding (the SDK's encoder, already linked).
+pub(crate) fn base64(bytes: &[u8]) -> String {
+    aws_smithy_types::base64::encode(bytes)
 }

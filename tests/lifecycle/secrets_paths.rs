@@ -421,3 +421,133 @@ async fn a_custom_resource_delete_that_needs_a_masked_property_is_skipped_and_un
         assert!(!body.contains(&plain), "{key} holds the NoEcho value");
     }
 }
+
+/// The EC2 UserData shape, `Fn::Base64` over text embedding a secret reference (here an SSM
+/// parameter's value): AWS gets the encoding of the resolved text; state stores `***` with
+/// the masked-property fingerprints; `diff --fail` is clean right after the deploy and after
+/// the secret rotates (nothing is sent); a new value of the public parameter the text reads,
+/// or an edit of the text, is a change that diff shows and deploy sends; no command's output
+/// and no object version holds the secret or its encoding.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_encoded_secret_reaches_aws_resolved_and_state_as_the_mask_with_fingerprints() {
+    let config = sdk_config().await;
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    let secrets = aws_sdk_secretsmanager::Client::new(&config);
+    let app = App::new("cdkd-b64");
+    let stack = format!("Enc{}", unique_name("s").replace('-', "x"));
+    let name = format!("/cdkd-test/{}", unique_name("b64"));
+    let secret_name = unique_name("b64-secret");
+    let first = format!("B64S3cretOne{}", unique_name("v").replace('-', ""));
+    let second = format!("B64S3cretTwo{}", unique_name("v").replace('-', ""));
+    secrets
+        .create_secret()
+        .name(&secret_name)
+        .secret_string(&first)
+        .send()
+        .await
+        .expect("create secret");
+    let reference = format!("{{{{resolve:secretsmanager:{secret_name}:SecretString}}}}");
+    let write = |script: &str| {
+        let template = json!({
+            "Parameters": {"Env": {"Type": "String", "Default": "dev"}},
+            "Resources": {"Encoded": {"Type": "AWS::SSM::Parameter", "Properties": {
+                "Name": name, "Type": "String",
+                "Value": {"Fn::Base64": {"Fn::Sub": script.replace("SECRET", &reference)}}}}}
+        });
+        app.write_stacks(&[(&stack, &template, &[])]);
+    };
+    let encode = |text: &str| aws_smithy_types::base64::encode(text.as_bytes());
+    let mut outputs: Vec<(String, String)> = Vec::new();
+    let mut step = |args: &[&str]| -> i32 {
+        let (code, stdout, stderr) = run(&app, args);
+        outputs.push((stdout, stderr));
+        code
+    };
+
+    write("#!/bin/sh\necho ${Env} SECRET\n");
+    assert_eq!(step(&["deploy"]), 0);
+    assert_eq!(
+        ssm_value(&ssm, &name).await,
+        encode(&format!("#!/bin/sh\necho dev {first}\n")),
+        "AWS gets the encoding of the resolved text"
+    );
+    let record = app.record(&stack);
+    let encoded = &record["resources"]["Encoded"];
+    assert_eq!(encoded["properties"]["Value"], json!("***"));
+    let text_print = encoded["maskedPropertyFingerprints"]["Value"]
+        .as_str()
+        .expect("a text fingerprint")
+        .to_owned();
+    assert!(text_print.starts_with("sha256:"), "{text_print}");
+    let input_print = encoded["maskedPropertyInputFingerprints"]["Value"]
+        .as_str()
+        .expect("an input fingerprint");
+    assert!(
+        input_print.starts_with("inputs-sha256:")
+            && input_print.ends_with(&format!("+{text_print}")),
+        "{input_print}"
+    );
+    assert_eq!(step(&["diff", "--fail"]), 0, "clean right after the deploy");
+
+    // A rotated secret behind an unchanged template: nothing to show, nothing sent.
+    secrets
+        .put_secret_value()
+        .secret_id(&secret_name)
+        .secret_string(&second)
+        .send()
+        .await
+        .expect("rotate");
+    assert_eq!(step(&["diff", "--fail"]), 0, "a rotation is not a change");
+    assert_eq!(step(&["deploy"]), 0);
+    assert_eq!(
+        ssm_value(&ssm, &name).await,
+        encode(&format!("#!/bin/sh\necho dev {first}\n")),
+        "nothing was sent for a rotation"
+    );
+
+    // A new value of the public parameter the text reads: shown and sent.
+    assert_eq!(step(&["diff", "--fail", "--parameters", "Env=prod"]), 1);
+    assert_eq!(step(&["deploy", "--parameters", "Env=prod"]), 0);
+    assert_eq!(
+        ssm_value(&ssm, &name).await,
+        encode(&format!("#!/bin/sh\necho prod {second}\n"))
+    );
+    assert_eq!(step(&["diff", "--fail", "--parameters", "Env=prod"]), 0);
+
+    // An edit of the text around the reference: shown and sent.
+    write("#!/bin/sh\necho edited ${Env} SECRET\n");
+    assert_eq!(step(&["diff", "--fail", "--parameters", "Env=prod"]), 1);
+    assert_eq!(step(&["deploy", "--parameters", "Env=prod"]), 0);
+    assert_eq!(
+        ssm_value(&ssm, &name).await,
+        encode(&format!("#!/bin/sh\necho edited prod {second}\n"))
+    );
+    assert_eq!(step(&["diff", "--fail", "--parameters", "Env=prod"]), 0);
+    assert_eq!(step(&["destroy", "--force"]), 0);
+
+    drop(step);
+    let mut forbidden = vec![first.clone(), second.clone()];
+    for text in [
+        format!("#!/bin/sh\necho dev {first}\n"),
+        format!("#!/bin/sh\necho prod {second}\n"),
+        format!("#!/bin/sh\necho edited prod {second}\n"),
+    ] {
+        forbidden.push(encode(&text));
+    }
+    for (stdout, stderr) in &outputs {
+        for p in &forbidden {
+            assert!(
+                !stdout.contains(p.as_str()) && !stderr.contains(p.as_str()),
+                "a command printed a secret or its encoding"
+            );
+        }
+    }
+    for (key, body) in &app.every_object_version().await {
+        for p in &forbidden {
+            assert!(
+                !body.contains(p.as_str()),
+                "{key} holds a secret or its encoding"
+            );
+        }
+    }
+}

@@ -97,15 +97,18 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
 
     // Resolve against the records of what it references, as they are now.
     let targets = referenced_ids(&res.properties);
-    let desired = match resolve_reading(&run, &id, &targets).await {
+    let (desired, snapshot) = match resolve_reading(&run, &id, &targets).await {
         Ok(d) => d,
         Err(message) => return fail(done, message),
     };
     // Dynamic references substituted for AWS; secret and NoEcho positions kept for state.
-    let secured = match run.resolution.secure_fetched(&id, desired).await {
+    let mut secured = match run.resolution.secure_fetched(&id, desired).await {
         Ok(s) => s,
         Err(e) => return fail(done, run.resolution.redactor.mask_text(&e.to_string())),
     };
+    secured.fingerprints = run
+        .resolution
+        .masked_fingerprints(&snapshot, &id, &secured.masked_keys);
     let desired = secured.sent.clone();
 
     let record = run.book.record(&id).await;
@@ -120,7 +123,10 @@ pub(super) async fn provision(run: Arc<Run>, id: String) -> Result<Done, (Done, 
         }
         Some(r) => {
             let compared = secured.comparable(&r.properties);
-            let diffs = diff_properties(&resource_type, &compared, &r.properties, &[]);
+            let mut diffs = diff_properties(&resource_type, &compared, &r.properties, &[]);
+            let masked =
+                super::masked::masked_changes(&resource_type, r, &secured.fingerprints, &diffs);
+            diffs.extend(masked);
             match diffs.iter().find(|d| d.requires_replacement) {
                 Some(d) => Decision::Replace(format!("create-only property {} changed", d.path)),
                 None if diffs.is_empty() && !super::noecho::readback_changed(&planned.change) => {
@@ -222,13 +228,13 @@ async fn resolve_reading(
     run: &Run,
     id: &str,
     targets: &[String],
-) -> Result<Map<String, Value>, String> {
+) -> Result<(Map<String, Value>, Snapshot), String> {
     let mut read: Vec<(String, String)> = Vec::new();
     loop {
         let records = run.book.records(targets).await;
         let snapshot = Snapshot::from_records(&run.registry, records.iter().map(|(k, v)| (k, v)));
         let e = match run.resolution.properties(&snapshot, id) {
-            Ok(d) => return Ok(d),
+            Ok(d) => return Ok((d, snapshot)),
             Err(e) => e,
         };
         let ResolveErrorKind::AttributeUnavailable {

@@ -14,8 +14,8 @@ use crate::plan::references;
 use crate::provider::{refs, schema, Provider, Registry, Route};
 use crate::redact::positions::get_at_mut;
 use crate::redact::{
-    comparable, mask_leaves, with_expressions, Needles, NoEchoScope, RecordRedactor, RecordedReads,
-    StoredProperties,
+    comparable, mask_leaves, with_expressions, MaskedFingerprints, Needles, NoEchoScope,
+    RecordRedactor, RecordedReads, StoredProperties,
 };
 use crate::resolve::dynamic::{DynamicLookup, DynamicReference};
 use crate::resolve::{
@@ -158,6 +158,10 @@ pub(super) struct Secured {
     pub stored: Map<String, Value>,
     /// The NoEcho positions (`noEchoLeaves`).
     pub no_echo_leaves: Vec<Vec<PathSegment>>,
+    /// The top-level properties stored as `***` by an encoding of a secret.
+    pub masked_keys: Vec<String>,
+    /// Their fingerprints, once [`Resolution::masked_fingerprints`] computed them.
+    pub fingerprints: MaskedFingerprints,
 }
 
 impl Secured {
@@ -247,7 +251,8 @@ impl Resolution {
         path: &str,
     ) -> Result<(Value, SecretsMap), ResolveError> {
         let Some(p) = &self.prefetched else {
-            return Ok((value.clone(), SecretsMap::default()));
+            let value = crate::resolve::dynamic::encode_pending_as_written(value);
+            return Ok((value, SecretsMap::default()));
         };
         let (out, secrets) = p.substitute(value, path)?;
         self.learn(p, &secrets);
@@ -302,6 +307,7 @@ impl Resolution {
                 e
             })?;
         let mut stored = with_expressions(&sent, &secrets);
+        let masked_keys = super::masked::masked_keys(&secrets);
         let sent = match sent {
             Value::Object(m) => m,
             _ => Map::new(),
@@ -328,7 +334,63 @@ impl Resolution {
             sent,
             stored,
             no_echo_leaves,
+            masked_keys,
+            fingerprints: MaskedFingerprints::default(),
         })
+    }
+
+    /// The fingerprints of `keys` of `logical_id`, reading its inputs from `snapshot`.
+    pub fn masked_fingerprints(
+        &self,
+        snapshot: &Snapshot,
+        logical_id: &str,
+        keys: &[String],
+    ) -> MaskedFingerprints {
+        if keys.is_empty() {
+            return MaskedFingerprints::default();
+        }
+        let needles = self.redactor.needles();
+        let known: Vec<String> = needles
+            .no_echo_values()
+            .iter()
+            .cloned()
+            .chain(needles.secret_plaintexts().map(str::to_owned))
+            .collect();
+        let secret_params = |name: &str| {
+            self.no_echo.contains(name) || self.secret_parameters.iter().any(|(n, _)| n == name)
+        };
+        let param = |name: &str| self.params.get(name);
+        let verdict = |name: &str| self.verdicts.get(name).copied();
+        let mut resolver = self.resolver(snapshot);
+        let mut resolve = |expr: &Value| resolver.resolve_value(expr, "fingerprint").ok().flatten();
+        let mut inputs = super::masked::Inputs {
+            template: &self.template,
+            secret_params: &secret_params,
+            param: &param,
+            verdict: &verdict,
+            resolve: &mut resolve,
+            known_secrets: &known,
+        };
+        super::masked::fingerprints(logical_id, keys, &mut inputs)
+    }
+
+    /// The properties of `record` whose masked fingerprint moved (both sides store `***`).
+    pub fn masked_changes(
+        &self,
+        snapshot: &Snapshot,
+        logical_id: &str,
+        desired: &Map<String, Value>,
+        record: &ResourceState,
+        already: &[crate::plan::PropertyDiff],
+    ) -> Vec<crate::plan::PropertyDiff> {
+        if record.masked_property_fingerprints().is_none() {
+            return Vec::new();
+        }
+        let Ok(secured) = self.secure(logical_id, desired.clone()) else {
+            return Vec::new();
+        };
+        let today = self.masked_fingerprints(snapshot, logical_id, &secured.masked_keys);
+        super::masked::masked_changes(&record.resource_type, record, &today, already)
     }
 
     /// Each position `template` fills from a parameter the parent filled from a secret
@@ -383,6 +445,7 @@ impl Resolution {
                 sent: secured.sent.clone(),
                 stored: secured.stored.clone(),
                 no_echo_leaves: leaves,
+                masked: Some(secured.fingerprints.clone()),
             },
         );
     }

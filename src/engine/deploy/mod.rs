@@ -25,6 +25,7 @@ mod execute;
 mod failure;
 mod kept_outputs;
 mod lookup;
+mod masked;
 mod nested;
 mod nested_pending;
 mod noecho;

@@ -162,6 +162,14 @@ pub(super) fn plan(
                 let desired = resolution.comparable(id, desired, &r.properties);
                 change.property_diffs =
                     diff_properties(&res.type_, &desired, &r.properties, &unknown);
+                let masked = resolution.masked_changes(
+                    &snapshot,
+                    id,
+                    &predicted_from,
+                    r,
+                    &change.property_diffs,
+                );
+                change.property_diffs.extend(masked);
                 // Values that read what this run moves and cannot be predicted: known once
                 // the walk has done the dependency.
                 let (reads_moved, rest): (Vec<String>, Vec<String>) =
