@@ -11,6 +11,7 @@ use super::orphan::{into_error, report};
 use super::state::stack_region;
 use super::Session;
 use crate::cli::StateOrphanArgs;
+use crate::engine::destroy::cleanup::delete_record_with_sidecars;
 use crate::engine::orphan::{orphan_resources, OrphanRequest};
 use crate::error::{Error, ExitStatus, Result};
 use crate::state::exports::ExportIndexStore;
@@ -69,7 +70,16 @@ pub async fn run(session: &Session, args: &StateOrphanArgs) -> Result<ExitStatus
         )
         .await?;
     let outcome = async {
-        backend.delete_object(&key).await?;
+        // The ledger and the journal go with the record, before it (state-schema).
+        let legacy = (key != backend.keys().state(stack, &region)).then_some(key.as_str());
+        delete_record_with_sidecars(&backend, stack, &region, legacy)
+            .await
+            .map_err(|f| {
+                Error::Usage(format!(
+                    "{stack} ({region}): {} could not be deleted ({}); the state record was kept: re-run `cdkd state orphan {stack}` to finish",
+                    f.what, f.detail
+                ))
+            })?;
         let index = ExportIndexStore::new(
             backend.client().clone(),
             backend.bucket(),

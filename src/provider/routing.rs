@@ -31,7 +31,6 @@ pub fn registry_for(backend: &crate::state::backend::S3Backend) -> Registry {
     deploy_registry(CustomResourceResponses::new(
         backend.client().clone(),
         backend.bucket(),
-        backend.keys().prefix(),
     ))
 }
 
@@ -43,7 +42,6 @@ pub fn use_state_bucket_for_custom_resources(backend: &crate::state::backend::S3
     super::custom::responses::set_process_default(CustomResourceResponses::new(
         backend.client().clone(),
         backend.bucket(),
-        backend.keys().prefix(),
     ));
 }
 

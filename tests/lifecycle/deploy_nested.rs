@@ -779,6 +779,11 @@ async fn v2_failed_without_rollback(prefix: &str) -> (String, String, tempfile::
 #[tokio::test]
 async fn removing_a_child_row_deletes_the_old_resources_its_pending_segment_kept() {
     let (bucket, token, dir) = v2_failed_without_rollback("nrb-gone").await;
+    let ledger = |stack: &str| format!("cdkd/{stack}/{REGION}/create-tokens.json");
+    assert!(
+        object(&bucket, &ledger(ROLLBACK_CHILD)).await.is_some(),
+        "the child's creates wrote its ledger"
+    );
 
     // The next deploy drops the child row: the child is destroyed, and with it the old
     // parameter its replacement kept alive for the parent's rollback.
@@ -803,6 +808,10 @@ async fn removing_a_child_row_deletes_the_old_resources_its_pending_segment_kept
     for stack in [ROLLBACK_CHILD, ROLLBACK_GRANDCHILD] {
         assert!(state(&bucket, stack).await.is_none(), "{stack}");
         assert!(journal(&bucket, stack).await.is_none(), "{stack}");
+        assert!(
+            object(&bucket, &ledger(stack)).await.is_none(),
+            "{stack}'s ledger"
+        );
     }
     assert!(journal(&bucket, ROLLBACK_STACK).await.is_none());
 }

@@ -22,7 +22,6 @@ use serde_json::{json, Map, Value};
 use support::handler::{invocations, play, respond, success};
 
 const TRUST: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
-const PREFIX: &str = "cdkd";
 
 struct Env {
     clients: Clients,
@@ -73,13 +72,9 @@ impl Env {
     }
 
     fn provider(&self, timeout: Duration) -> CustomResourceProvider {
-        CustomResourceProvider::new(Some(ResponseBucket::new(
-            self.s3.clone(),
-            &self.bucket,
-            PREFIX,
-        )))
-        .with_timeout(timeout)
-        .with_polling(Duration::from_millis(50), Duration::from_millis(200))
+        CustomResourceProvider::new(Some(ResponseBucket::new(self.s3.clone(), &self.bucket)))
+            .with_timeout(timeout)
+            .with_polling(Duration::from_millis(50), Duration::from_millis(200))
     }
 
     /// A function moto holds (its code never runs); returns its name and ARN.
@@ -140,7 +135,7 @@ impl Env {
         self.s3
             .list_object_versions()
             .bucket(&self.bucket)
-            .prefix(format!("{PREFIX}/custom-resource-responses/"))
+            .prefix("custom-resource-responses/")
             .send()
             .await
             .expect("ListObjectVersions")
@@ -177,7 +172,7 @@ fn request<'a>(
 
 fn response_key(envelope: &Value) -> String {
     format!(
-        "{PREFIX}/custom-resource-responses/{}.json",
+        "custom-resource-responses/{}.json",
         envelope["RequestId"].as_str().expect("RequestId")
     )
 }
@@ -669,7 +664,7 @@ async fn cdkd_deploy_creates_updates_and_deletes_a_custom_resource() {
         .await
         .list_object_versions()
         .bucket(&bucket)
-        .prefix("cdkd/custom-resource-responses/")
+        .prefix("custom-resource-responses/")
         .send()
         .await
         .expect("ListObjectVersions");

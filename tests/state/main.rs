@@ -18,3 +18,4 @@ mod state_backend;
 mod state_exports;
 mod state_lock;
 mod state_lock_faults;
+mod state_sidecars;

@@ -12,13 +12,13 @@ use cdkd::state::StateKeys;
 use serde_json::Value;
 use support::{cdkd, s3_client, unique_name};
 
-fn state_fixture(name: &str) -> PathBuf {
+pub(super) fn state_fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/state")
         .join(name)
 }
 
-async fn bucket_with_versioning() -> (aws_sdk_s3::Client, String) {
+pub(super) async fn bucket_with_versioning() -> (aws_sdk_s3::Client, String) {
     let client = s3_client().await;
     let bucket = unique_name("cdkd-state");
     client
@@ -41,7 +41,12 @@ async fn bucket_with_versioning() -> (aws_sdk_s3::Client, String) {
     (client, bucket)
 }
 
-async fn put(client: &aws_sdk_s3::Client, bucket: &str, key: &str, body: Vec<u8>) -> String {
+pub(super) async fn put(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+    body: Vec<u8>,
+) -> String {
     let out = client
         .put_object()
         .bucket(bucket)
@@ -53,7 +58,11 @@ async fn put(client: &aws_sdk_s3::Client, bucket: &str, key: &str, body: Vec<u8>
     out.e_tag().expect("etag").to_owned()
 }
 
-async fn get(client: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Option<(Vec<u8>, String)> {
+pub(super) async fn get(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+) -> Option<(Vec<u8>, String)> {
     let out = client
         .get_object()
         .bucket(bucket)

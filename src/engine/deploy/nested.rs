@@ -400,6 +400,16 @@ async fn destroy_locked(
             list.join("; ")
         ));
     }
+    // The ledger goes before the record (state-schema: a ledger that cannot be deleted keeps
+    // the record).
+    crate::state::ledger::LedgerStore::new(
+        backend.client().clone(),
+        backend.bucket(),
+        backend.keys().clone(),
+    )
+    .delete(child, region)
+    .await
+    .map_err(|e| format!("nested stack {child}: its resources are deleted but its create-token ledger could not be, so its state record was kept: {e}"))?;
     backend
         .delete_state(child, region)
         .await

@@ -29,10 +29,34 @@ pub(super) async fn remove_record(
     region: &str,
     legacy_key: Option<&str>,
 ) -> Result<(), CleanupError> {
+    delete_record_with_sidecars(backend, stack, region, legacy_key)
+        .await
+        .map_err(|f| CleanupError {
+            stack: stack.to_owned(),
+            region: region.to_owned(),
+            what: f.what,
+            detail: f.detail,
+        })
+}
+
+/// One object [`delete_record_with_sidecars`] could not delete; the record is still there.
+#[derive(Debug)]
+pub(crate) struct NotDeleted {
+    /// What it is, with its key.
+    pub what: String,
+    pub detail: String,
+}
+
+/// The ledger and the journal, then the record: every command that drops a stack's record
+/// (destroy, `state destroy`, `state orphan`) removes its sidecars with it.
+pub(crate) async fn delete_record_with_sidecars(
+    backend: &S3Backend,
+    stack: &str,
+    region: &str,
+    legacy_key: Option<&str>,
+) -> Result<(), NotDeleted> {
     let keys = backend.keys();
-    let fail = |what: &str, detail: String| CleanupError {
-        stack: stack.to_owned(),
-        region: region.to_owned(),
+    let fail = |what: &str, detail: String| NotDeleted {
         what: what.to_owned(),
         detail,
     };

@@ -22,7 +22,7 @@
 //! lock run after the release, in the background (drained before the process exits).
 
 mod book;
-mod cleanup;
+pub(crate) mod cleanup;
 mod journal;
 mod reresolve;
 pub mod scan;

@@ -1,7 +1,8 @@
 //! The response path of a custom resource: a placeholder object in the state bucket, the
 //! presigned PUT URL the handler answers to, polling for its answer, and the cleanup.
 //!
-//! The placeholder `{prefix}/custom-resource-responses/{requestId}.json` is written (empty)
+//! The placeholder `custom-resource-responses/{requestId}.json` (at the bucket's root, outside
+//! the state prefix, where the spec and upstream cdkd put it) is written (empty)
 //! before the handler is invoked, and the URL is signed by a client aimed at the bucket's own
 //! region, so a handler in any region can answer. The object ends up holding the handler's
 //! full cfn-response, Data included, so cleanup deletes it AND purges the key's noncurrent
@@ -52,7 +53,6 @@ pub fn process_default() -> Option<ResponseBucket> {
 pub struct ResponseBucket {
     client: aws_sdk_s3::Client,
     bucket: String,
-    prefix: String,
 }
 
 /// How to wait for an answer.
@@ -65,11 +65,10 @@ pub struct Polling {
 
 impl ResponseBucket {
     /// `client` must target the bucket's own region (the state backend's client does).
-    pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>, prefix: &str) -> Self {
+    pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
         ResponseBucket {
             client,
             bucket: bucket.into(),
-            prefix: prefix.to_owned(),
         }
     }
 
@@ -77,15 +76,9 @@ impl ResponseBucket {
         &self.bucket
     }
 
-    /// `{prefix}/custom-resource-responses/{requestId}.json` (no leading `/` for an empty
-    /// prefix).
+    /// `custom-resource-responses/{requestId}.json`, whatever the state prefix.
     pub fn key(&self, request_id: &str) -> String {
-        let key = custom_resource_response_key(request_id);
-        if self.prefix.is_empty() {
-            key
-        } else {
-            format!("{}/{key}", self.prefix.trim_end_matches('/'))
-        }
+        custom_resource_response_key(request_id)
     }
 
     /// Writes the empty placeholder and returns the presigned PUT URL for it, valid for
