@@ -46,26 +46,38 @@ pub fn update_patch(
     json_patch::diff(&before, &after)
 }
 
-/// Removes the value at a schema path (`*` matches every list element).
-fn remove_path(map: &mut Map<String, Value>, segments: &[String]) {
+/// Removes the value at a schema path (`*` matches every list element); whether it removed
+/// anything. An object left empty by the removal goes too: Cloud Control's read of a property
+/// whose every part is write-only (a Lambda function's `Code`) has no such key at all, and a
+/// patch that `add`s below a key the resource lacks is refused.
+fn remove_path(map: &mut Map<String, Value>, segments: &[String]) -> bool {
     let Some((first, rest)) = segments.split_first() else {
-        return;
+        return false;
     };
     if rest.is_empty() {
-        map.remove(first);
-        return;
+        return map.remove(first).is_some();
     }
-    match map.get_mut(first) {
+    let removed = match map.get_mut(first) {
         Some(Value::Object(child)) => remove_path(child, rest),
         Some(Value::Array(items)) if rest.first().map(String::as_str) == Some("*") => {
+            let mut any = false;
             for item in items {
                 if let Value::Object(child) = item {
-                    remove_path(child, &rest[1..]);
+                    any |= remove_path(child, &rest[1..]);
                 }
             }
+            any
         }
-        _ => {}
+        _ => false,
+    };
+    if removed
+        && map
+            .get(first)
+            .is_some_and(|v| v.as_object().is_some_and(Map::is_empty))
+    {
+        map.remove(first);
     }
+    removed
 }
 
 #[cfg(test)]
@@ -120,5 +132,18 @@ mod tests {
             text.contains("S3Bucket") && text.contains("S3Key"),
             "write-only Code parts re-sent: {text}"
         );
+    }
+
+    #[test]
+    fn a_property_whose_every_part_is_write_only_is_added_whole() {
+        let schema = crate::provider::schema::schema_for("AWS::Lambda::Function").expect("schema");
+        let code = json!({"ZipFile": "def handler(e, c): pass"});
+        let previous = obj(json!({"Code": code, "Description": "a"}));
+        let desired = obj(json!({"Code": code, "Description": "b"}));
+        let patch = update_patch(&previous, &desired, Some(schema));
+        // What Cloud Control holds: no Code at all.
+        let mut held = json!({"Description": "a"});
+        json_patch::patch(&mut held, &patch).expect("applies to the model Cloud Control reads");
+        assert_eq!(held, json!({"Code": code, "Description": "b"}));
     }
 }
