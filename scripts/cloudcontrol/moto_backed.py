@@ -159,6 +159,18 @@ def _rds_read(db: Any) -> dict:
     }
 
 
+def _lambda_functions(ctx: Context) -> dict:
+    storage = _backend("moto.awslambda.models", "lambda_backends", ctx)._lambdas
+    return {name: versions["latest"] for name, versions in list(storage._functions.items())}
+
+
+def _lambda_update(fn: Any, props: dict, ctx: Context) -> None:
+    """The configuration through moto's own UpdateFunctionConfiguration path. moto's
+    CloudFormation update also re-reads Code, which it expects base64-encoded rather than as
+    CloudFormation's inline text; the code is create-time in this emulator."""
+    fn.update_configuration({k: v for k, v in props.items() if k != "Code"})
+
+
 def _no_moto_update(model: Any, props: dict, ctx: Context) -> None:
     """moto's own update would delete and re-create the resource (losing what hangs off
     it, like an event bus's rules): keep the moto resource, record the properties."""
@@ -207,6 +219,15 @@ ADAPTERS: dict[str, Adapter] = {
     ),
     "AWS::ECR::Repository": Adapter(
         models=lambda ctx: dict(_backend("moto.ecr.models", "ecr_backends", ctx).repositories),
+    ),
+    # Real in Lambda: GetFunction and the SDK provider's calls see it (so a function can move
+    # between the Cloud Control and SDK routes, src/engine/deploy/route.rs).
+    "AWS::Lambda::Function": Adapter(
+        models=_lambda_functions,
+        identifier=lambda f, ctx: f.function_name,
+        name_of=lambda f: f.function_name,
+        read=lambda f: {"FunctionName": f.function_name},
+        update=_lambda_update,
     ),
     # Real in EC2: DescribeVolumes lists it and CreateSnapshot (a final snapshot) works on it.
     "AWS::EC2::Volume": Adapter(

@@ -17,7 +17,7 @@ pub mod routing;
 pub mod schema;
 pub mod sdk;
 
-pub use registry::{Registry, Route, UnsupportedType};
+pub use registry::{Registry, Route, Routed, UnsupportedType};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -138,6 +138,14 @@ pub trait Provider: Send + Sync {
         attributes: &Map<String, Value>,
     ) -> Value {
         refs::ref_value(resource_type, physical_id, attributes, &Map::new())
+    }
+
+    /// The top-level CloudFormation properties this provider sends for `resource_type`, or
+    /// `None` when it passes on whatever the template holds (Cloud Control, custom resources).
+    /// A resource whose template sets any other property is routed through Cloud Control
+    /// instead ([`Registry::route_for`]), so an SDK provider never drops one in silence.
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        None
     }
 
     /// Creates the resource and returns its physical id and attributes.

@@ -29,21 +29,45 @@ impl Route {
     }
 }
 
+/// A resource neither route can serve, refused before anything is created.
 #[derive(Debug, thiserror::Error)]
-#[error("{logical_id}: resource type {resource_type} is not supported: cdkd has no SDK provider for it and {}; nothing was created", why(*.non_provisionable))]
+#[error(
+    "{logical_id}: resource type {resource_type} is not supported: {}; nothing was created",
+    why(self)
+)]
 pub struct UnsupportedType {
     pub logical_id: String,
     pub resource_type: String,
     /// The schema snapshot knows the type, but Cloud Control cannot provision it.
     pub non_provisionable: bool,
+    /// The type has an SDK provider, but the template sets these properties it does not
+    /// send, and Cloud Control (the route that would send them) cannot serve the type.
+    pub unmodelled: Vec<String>,
 }
 
-fn why(non_provisionable: bool) -> &'static str {
-    if non_provisionable {
+fn why(e: &UnsupportedType) -> String {
+    let cc = if e.non_provisionable {
         "the Cloud Control API cannot provision it (its registry schema has no handlers)"
     } else {
         "the Cloud Control API does not list it"
+    };
+    if e.unmodelled.is_empty() {
+        format!("cdkd has no SDK provider for it and {cc}")
+    } else {
+        format!(
+            "cdkd's SDK provider does not send property {} and {cc}; remove the property",
+            e.unmodelled.join(", ")
+        )
     }
+}
+
+/// The route chosen for one resource of a template, and why when it is not the type's usual one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routed {
+    pub route: Route,
+    /// The properties the type's SDK provider does not send, which sent this resource through
+    /// Cloud Control instead (empty when the route is the type's usual one).
+    pub unmodelled: Vec<String>,
 }
 
 /// SDK providers by type, with Cloud Control as the fallback for every type the schema
@@ -82,19 +106,58 @@ impl Registry {
     /// The route for a type: SDK (custom resources included) first, Cloud Control for any
     /// provisionable type the registry schemas list.
     pub fn route(&self, logical_id: &str, resource_type: &str) -> Result<Route, UnsupportedType> {
-        if self.sdk_provider(resource_type).is_some() {
-            return Ok(Route::Sdk);
-        }
+        self.route_for(logical_id, resource_type, &[])
+            .map(|r| r.route)
+    }
+
+    /// The route for one resource whose template sets the top-level `properties`: its type's
+    /// SDK provider when that provider sends every one of them, otherwise Cloud Control, which
+    /// sends the whole property bag (a property is never dropped in silence). A type Cloud
+    /// Control cannot serve either is refused, naming the properties.
+    pub fn route_for(
+        &self,
+        logical_id: &str,
+        resource_type: &str,
+        properties: &[&str],
+    ) -> Result<Routed, UnsupportedType> {
         let known = schema::schema_for(resource_type).is_some();
         let non_provisionable = known && is_non_provisionable(resource_type);
-        if self.cloud_control.is_some() && known && !non_provisionable {
-            return Ok(Route::CloudControl);
-        }
-        Err(UnsupportedType {
+        let cloud_control_serves = self.cloud_control.is_some() && known && !non_provisionable;
+        let refused = |unmodelled: Vec<String>| UnsupportedType {
             logical_id: logical_id.to_owned(),
             resource_type: resource_type.to_owned(),
             non_provisionable,
-        })
+            unmodelled,
+        };
+        if let Some(sdk) = self.sdk_provider(resource_type) {
+            let unmodelled = unmodelled(sdk.as_ref(), resource_type, properties);
+            return match (unmodelled.is_empty(), cloud_control_serves) {
+                (true, _) => Ok(Routed {
+                    route: Route::Sdk,
+                    unmodelled,
+                }),
+                (false, true) => Ok(Routed {
+                    route: Route::CloudControl,
+                    unmodelled,
+                }),
+                (false, false) => Err(refused(unmodelled)),
+            };
+        }
+        if cloud_control_serves {
+            return Ok(Routed {
+                route: Route::CloudControl,
+                unmodelled: Vec::new(),
+            });
+        }
+        Err(refused(Vec::new()))
+    }
+
+    /// The properties of `properties` the type's SDK provider does not send (empty for a type
+    /// without one).
+    pub fn unmodelled(&self, resource_type: &str, properties: &[&str]) -> Vec<String> {
+        self.sdk_provider(resource_type)
+            .map(|p| unmodelled(p.as_ref(), resource_type, properties))
+            .unwrap_or_default()
     }
 
     fn sdk_provider(&self, resource_type: &str) -> Option<Arc<dyn Provider>> {
@@ -123,5 +186,136 @@ impl Registry {
         let mut types: Vec<_> = self.sdk.keys().copied().collect();
         types.sort_unstable();
         types
+    }
+}
+
+/// The names in `properties` that `provider` does not send for `resource_type`, sorted.
+fn unmodelled(provider: &dyn Provider, resource_type: &str, properties: &[&str]) -> Vec<String> {
+    let Some(supported) = provider.supported_properties(resource_type) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = properties
+        .iter()
+        .filter(|p| !supported.contains(p))
+        .map(|p| (*p).to_owned())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use serde_json::Map;
+
+    use super::*;
+    use crate::provider::{
+        ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+    };
+
+    /// A provider that only states what it serves and sends; routing never calls it.
+    struct Sends(&'static [&'static str], &'static [&'static str]);
+
+    fn never(req: &ResourceRequest<'_>) -> ProviderError {
+        ProviderError::failed(req, "not called by routing")
+    }
+
+    #[async_trait]
+    impl Provider for Sends {
+        fn resource_types(&self) -> &'static [&'static str] {
+            self.0
+        }
+        fn supported_properties(&self, _t: &str) -> Option<Vec<&'static str>> {
+            Some(self.1.to_vec())
+        }
+        async fn create(
+            &self,
+            _: &ProviderContext<'_>,
+            r: &ResourceRequest<'_>,
+        ) -> Result<Provisioned, ProviderError> {
+            Err(never(r))
+        }
+        async fn update(
+            &self,
+            _: &ProviderContext<'_>,
+            r: &ResourceRequest<'_>,
+            _: &str,
+            _: &Map<String, serde_json::Value>,
+        ) -> Result<UpdateOutcome, ProviderError> {
+            Err(never(r))
+        }
+        async fn delete(
+            &self,
+            _: &ProviderContext<'_>,
+            r: &ResourceRequest<'_>,
+            _: &str,
+        ) -> Result<(), ProviderError> {
+            Err(never(r))
+        }
+        async fn read(
+            &self,
+            _: &ProviderContext<'_>,
+            r: &ResourceRequest<'_>,
+            _: &str,
+        ) -> Result<Option<Map<String, serde_json::Value>>, ProviderError> {
+            Err(never(r))
+        }
+        async fn import(
+            &self,
+            _: &ProviderContext<'_>,
+            r: &ResourceRequest<'_>,
+            _: &str,
+        ) -> Result<Provisioned, ProviderError> {
+            Err(never(r))
+        }
+    }
+
+    fn registry() -> Registry {
+        Registry::new()
+            .with_sdk(Arc::new(Sends(
+                &["AWS::SQS::Queue"],
+                &["QueueName", "Tags"],
+            )))
+            // A type Cloud Control cannot provision, served by an SDK provider.
+            .with_sdk(Arc::new(Sends(&["AWS::CodeBuild::Project"], &["Name"])))
+            .with_cloud_control(Arc::new(Sends(&[], &[])))
+    }
+
+    #[test]
+    fn a_property_the_sdk_provider_does_not_send_routes_through_cloud_control() {
+        let r = registry();
+        let sdk = r
+            .route_for("Q", "AWS::SQS::Queue", &["QueueName", "Tags"])
+            .expect("routed");
+        assert_eq!(sdk.route, Route::Sdk);
+        assert!(sdk.unmodelled.is_empty());
+        let cc = r
+            .route_for("Q", "AWS::SQS::Queue", &["Tags", "Zeta", "Alpha"])
+            .expect("routed");
+        assert_eq!(cc.route, Route::CloudControl);
+        assert_eq!(cc.unmodelled, ["Alpha", "Zeta"]);
+        assert_eq!(r.unmodelled("AWS::SQS::Queue", &["Zeta"]), ["Zeta"]);
+        assert!(r.unmodelled("AWS::Events::Rule", &["Zeta"]).is_empty());
+    }
+
+    #[test]
+    fn a_type_cloud_control_cannot_serve_is_refused_naming_the_property() {
+        let r = registry();
+        assert_eq!(
+            r.route_for("P", "AWS::CodeBuild::Project", &["Name"])
+                .expect("routed")
+                .route,
+            Route::Sdk
+        );
+        let err = r
+            .route_for("P", "AWS::CodeBuild::Project", &["Name", "Artifacts"])
+            .expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "P: resource type AWS::CodeBuild::Project is not supported: cdkd's SDK provider \
+             does not send property Artifacts and the Cloud Control API cannot provision it \
+             (its registry schema has no handlers); remove the property; nothing was created"
+        );
     }
 }

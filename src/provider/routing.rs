@@ -68,7 +68,9 @@ pub fn routing_table(registry: &Registry) -> String {
          Generated from the provider registry (`cdkd::provider::routing`); a test keeps it in step with\n\
          the binary. Each type is provisioned through its SDK provider when it has one (recorded as\n\
          `provisionedBy: sdk`), otherwise through the Cloud Control API (`cc-api`). A type in neither is\n\
-         refused before anything is created.\n\n\
+         refused before anything is created. A resource whose template sets a property its SDK provider\n\
+         does not send goes through Cloud Control instead (docs/architecture.md), and a record made\n\
+         through Cloud Control stays there.\n\n\
          | type | route |\n| --- | --- |\n",
     );
     for t in &sdk_types {

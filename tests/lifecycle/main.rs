@@ -1,5 +1,5 @@
 //! Integration tests of a stack's lifecycle through the `cdkd` binary against the emulator:
-//! deploy (flags, plans, failures and rollback, nested stacks, secrets), diff and destroy.
+//! deploy (flags, plans, routing, failures and rollback, nested stacks, secrets), diff and destroy.
 //!
 //! One test binary for all of them, because every binary links the whole AWS SDK: the link,
 //! not the tests, dominated the suite's build. Each module is one former `tests/<name>.rs`,
@@ -16,6 +16,7 @@ mod deploy_failure;
 mod deploy_flags;
 mod deploy_nested;
 mod deploy_plan;
+mod deploy_routing;
 mod deploy_secrets;
 mod destroy;
 mod diff;

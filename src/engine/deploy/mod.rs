@@ -39,6 +39,7 @@ mod propagate;
 mod replay;
 mod report;
 mod rollback;
+mod route;
 mod staged;
 mod tokens;
 pub(crate) mod unrecorded;
@@ -310,6 +311,9 @@ async fn deploy_locked(
     } = planning;
     report.changed = true;
     ui::info(format!("{stack} ({region}): {}", plan.describe()));
+    for note in &plan.route_notes {
+        ui::info(note);
+    }
     if let Some(gate) = &options.approval {
         gate.approve(stack, &plan.changes)
             .map_err(DeployError::Refused)?;

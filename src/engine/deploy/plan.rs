@@ -52,6 +52,9 @@ pub(super) struct Plan {
     /// Unchanged resources whose record fields move (policies, construct path, dependencies):
     /// rewritten in state without an AWS call.
     pub refreshed: Vec<(String, ResourceState)>,
+    /// One line per changing resource whose route is not its type's usual one, saying why
+    /// (`route::choose`).
+    pub route_notes: Vec<String>,
 }
 
 impl Plan {
@@ -109,16 +112,14 @@ pub(super) fn plan(
     let mut planned: HashMap<String, Planned> = HashMap::new();
     let mut refused = Vec::new();
     let mut refreshed = Vec::new();
+    let mut route_notes = Vec::new();
 
     for id in prepared.graph.deploy_order() {
         let res = &template.resources[id];
         let rec = state.resources.get(id);
         let same_type = rec.is_some_and(|r| r.resource_type == res.type_);
-        let route = if same_type && rec.is_some_and(ResourceState::is_pinned_to_cloud_control) {
-            Route::CloudControl
-        } else {
-            registry.route(id, &res.type_)?
-        };
+        let choice = super::route::choose(registry, id, res, rec)?;
+        let route = choice.route;
         let dependencies: Vec<String> = prepared
             .graph
             .dependencies_of(id)
@@ -269,6 +270,9 @@ pub(super) fn plan(
             &unresolved,
             &predictable,
         );
+        if change.kind != ChangeKind::NoChange {
+            route_notes.extend(choice.note);
+        }
         planned.insert(
             id.to_owned(),
             Planned {
@@ -307,6 +311,7 @@ pub(super) fn plan(
         planned,
         removed,
         refreshed,
+        route_notes,
     })
 }
 

@@ -68,3 +68,22 @@ pub fn all() -> Vec<Arc<dyn Provider>> {
         Arc::new(ssm::ParameterProvider),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    /// Routing relies on every SDK provider stating what it sends: one that said nothing
+    /// would have its unmodelled properties dropped in silence instead of routed around it.
+    #[test]
+    fn every_sdk_provider_states_the_properties_it_sends() {
+        for provider in super::all() {
+            for t in provider.resource_types() {
+                let mut sent = provider.supported_properties(t).unwrap_or_default();
+                assert!(!sent.is_empty(), "{t} states no property");
+                let count = sent.len();
+                sent.sort_unstable();
+                sent.dedup();
+                assert_eq!(sent.len(), count, "{t} names a property twice");
+            }
+        }
+    }
+}

@@ -30,6 +30,18 @@ use crate::provider::{
 };
 
 const SECRET: &str = "AWS::SecretsManager::Secret";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const SECRET_PROPERTIES: &[&str] = &[
+    "Description",
+    "GenerateSecretString",
+    "KmsKeyId",
+    "Name",
+    "ReplicaRegions",
+    "SecretString",
+    "Tags",
+];
 const SERVICE: &str = "secretsmanager";
 /// The key Secrets Manager uses when none is named.
 const DEFAULT_KMS_KEY: &str = "alias/aws/secretsmanager";
@@ -350,6 +362,10 @@ async fn update_replicas(
 impl Provider for SecretProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[SECRET]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(SECRET_PROPERTIES.to_vec())
     }
 
     async fn create(

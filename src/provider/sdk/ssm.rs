@@ -29,6 +29,20 @@ use crate::provider::{
 };
 
 const PARAMETER: &str = "AWS::SSM::Parameter";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const PARAMETER_PROPERTIES: &[&str] = &[
+    "AllowedPattern",
+    "DataType",
+    "Description",
+    "Name",
+    "Policies",
+    "Tags",
+    "Tier",
+    "Type",
+    "Value",
+];
 const SERVICE: &str = "ssm";
 /// The prefix CloudFormation gives the parameters it names.
 const GENERATED_PREFIX: &str = "CFN";
@@ -289,6 +303,10 @@ async fn get(
 impl Provider for ParameterProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[PARAMETER]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(PARAMETER_PROPERTIES.to_vec())
     }
 
     async fn create(

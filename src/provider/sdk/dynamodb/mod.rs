@@ -36,6 +36,31 @@ use crate::provider::{
 };
 
 const TABLE: &str = "AWS::DynamoDB::Table";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const TABLE_PROPERTIES: &[&str] = &[
+    "AttributeDefinitions",
+    "BillingMode",
+    "ContributorInsightsSpecification",
+    "DeletionProtectionEnabled",
+    "GlobalSecondaryIndexes",
+    "ImportSourceSpecification",
+    "KeySchema",
+    "KinesisStreamSpecification",
+    "LocalSecondaryIndexes",
+    "OnDemandThroughput",
+    "PointInTimeRecoverySpecification",
+    "ProvisionedThroughput",
+    "ResourcePolicy",
+    "SSESpecification",
+    "StreamSpecification",
+    "TableClass",
+    "TableName",
+    "Tags",
+    "TimeToLiveSpecification",
+    "WarmThroughput",
+];
 const SERVICE: &str = "dynamodb";
 
 /// How long a table or index may take to become ACTIVE (index backfills can be slow).
@@ -435,6 +460,10 @@ async fn list_tags(
 impl Provider for DynamoDbTableProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[TABLE]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(TABLE_PROPERTIES.to_vec())
     }
 
     async fn create(

@@ -17,6 +17,10 @@ use crate::provider::{
 
 const TYPE: &str = "AWS::IAM::InstanceProfile";
 
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const PROFILE_PROPERTIES: &[&str] = &["InstanceProfileName", "Path", "Roles"];
+
 pub struct InstanceProfileProvider;
 
 fn attributes(profile: &InstanceProfile) -> Map<String, Value> {
@@ -132,6 +136,10 @@ async fn current_attributes(
 impl Provider for InstanceProfileProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[TYPE]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(PROFILE_PROPERTIES.to_vec())
     }
 
     async fn create(

@@ -21,6 +21,18 @@ use crate::provider::{
 };
 
 const TYPE: &str = "AWS::IAM::ManagedPolicy";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const MANAGED_PROPERTIES: &[&str] = &[
+    "Description",
+    "Groups",
+    "ManagedPolicyName",
+    "Path",
+    "PolicyDocument",
+    "Roles",
+    "Users",
+];
 /// IAM keeps at most this many versions of a managed policy.
 const MAX_VERSIONS: usize = 5;
 
@@ -339,6 +351,10 @@ async fn current_attributes(
 impl Provider for ManagedPolicyProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[TYPE]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(MANAGED_PROPERTIES.to_vec())
     }
 
     async fn create(

@@ -20,6 +20,10 @@ use crate::provider::{
 
 const TYPE: &str = "AWS::IAM::Policy";
 
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const POLICY_PROPERTIES: &[&str] = &["Groups", "PolicyDocument", "PolicyName", "Roles", "Users"];
+
 pub struct PolicyProvider;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,6 +243,10 @@ fn require_entities(req: &ResourceRequest<'_>, entities: &[Entity]) -> Result<()
 impl Provider for PolicyProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[TYPE]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(POLICY_PROPERTIES.to_vec())
     }
 
     async fn create(

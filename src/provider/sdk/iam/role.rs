@@ -16,6 +16,20 @@ use crate::provider::{
 };
 
 const TYPE: &str = "AWS::IAM::Role";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const ROLE_PROPERTIES: &[&str] = &[
+    "AssumeRolePolicyDocument",
+    "Description",
+    "ManagedPolicyArns",
+    "MaxSessionDuration",
+    "Path",
+    "PermissionsBoundary",
+    "Policies",
+    "RoleName",
+    "Tags",
+];
 /// IAM's default when `MaxSessionDuration` is not given.
 const DEFAULT_MAX_SESSION_SECONDS: i32 = 3600;
 
@@ -272,6 +286,10 @@ impl RoleProvider {
 impl Provider for RoleProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[TYPE]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(ROLE_PROPERTIES.to_vec())
     }
 
     async fn create(

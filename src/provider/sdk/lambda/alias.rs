@@ -22,6 +22,17 @@ use crate::provider::{
 
 const ALIAS: &str = "AWS::Lambda::Alias";
 
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const ALIAS_PROPERTIES: &[&str] = &[
+    "Description",
+    "FunctionName",
+    "FunctionVersion",
+    "Name",
+    "ProvisionedConcurrencyConfig",
+    "RoutingConfig",
+];
+
 /// The SDK provider for Lambda aliases.
 pub struct AliasProvider;
 
@@ -113,6 +124,10 @@ async fn set_provisioned_concurrency(
 impl Provider for AliasProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[ALIAS]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(ALIAS_PROPERTIES.to_vec())
     }
 
     async fn create(

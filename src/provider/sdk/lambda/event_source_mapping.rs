@@ -136,6 +136,16 @@ impl Provider for EventSourceMappingProvider {
         &[MAPPING]
     }
 
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(
+            FIELD_PROPERTIES
+                .iter()
+                .chain(OTHER_PROPERTIES)
+                .copied()
+                .collect(),
+        )
+    }
+
     async fn create(
         &self,
         ctx: &ProviderContext<'_>,

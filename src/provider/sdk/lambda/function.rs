@@ -335,6 +335,16 @@ impl Provider for FunctionProvider {
         &[FUNCTION]
     }
 
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(
+            CONFIG_PROPERTIES
+                .iter()
+                .chain(KNOWN_PROPERTIES)
+                .copied()
+                .collect(),
+        )
+    }
+
     async fn create(
         &self,
         ctx: &ProviderContext<'_>,

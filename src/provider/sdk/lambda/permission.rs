@@ -18,6 +18,20 @@ use crate::provider::{
 
 const PERMISSION: &str = "AWS::Lambda::Permission";
 
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const PERMISSION_PROPERTIES: &[&str] = &[
+    "Action",
+    "EventSourceToken",
+    "FunctionName",
+    "FunctionUrlAuthType",
+    "InvokedViaFunctionUrl",
+    "Principal",
+    "PrincipalOrgID",
+    "SourceAccount",
+    "SourceArn",
+];
+
 /// Statement ids: up to 100 characters of `[A-Za-z0-9_-]`.
 const STATEMENT_ID: NameRules = NameRules {
     max_len: 100,
@@ -150,6 +164,10 @@ fn account_of_root(principal: &str) -> Option<&str> {
 impl Provider for PermissionProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[PERMISSION]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(PERMISSION_PROPERTIES.to_vec())
     }
 
     async fn create(

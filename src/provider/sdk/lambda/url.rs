@@ -18,6 +18,16 @@ use crate::provider::{
 
 const URL: &str = "AWS::Lambda::Url";
 
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const URL_PROPERTIES: &[&str] = &[
+    "AuthType",
+    "Cors",
+    "InvokeMode",
+    "Qualifier",
+    "TargetFunctionArn",
+];
+
 /// The SDK provider for Lambda function URLs.
 pub struct UrlProvider;
 
@@ -82,6 +92,10 @@ fn target(
 impl Provider for UrlProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[URL]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(URL_PROPERTIES.to_vec())
     }
 
     async fn create(

@@ -21,6 +21,16 @@ use crate::provider::{
 
 const VERSION: &str = "AWS::Lambda::Version";
 
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const VERSION_PROPERTIES: &[&str] = &[
+    "CodeSha256",
+    "Description",
+    "FunctionName",
+    "ProvisionedConcurrencyConfig",
+    "RuntimePolicy",
+];
+
 /// The SDK provider for Lambda versions.
 pub struct VersionProvider;
 
@@ -40,6 +50,10 @@ fn version_of(arn: &str) -> String {
 impl Provider for VersionProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[VERSION]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(VERSION_PROPERTIES.to_vec())
     }
 
     async fn create(

@@ -28,6 +28,21 @@ use crate::provider::{
 
 const LOG_GROUP: &str = "AWS::Logs::LogGroup";
 
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const LOG_GROUP_PROPERTIES: &[&str] = &[
+    "BearerTokenAuthenticationEnabled",
+    "DataProtectionPolicy",
+    "DeletionProtectionEnabled",
+    "FieldIndexPolicies",
+    "KmsKeyId",
+    "LogGroupClass",
+    "LogGroupName",
+    "ResourcePolicyDocument",
+    "RetentionInDays",
+    "Tags",
+];
+
 /// The class a group gets when the template names none.
 const DEFAULT_CLASS: &str = "STANDARD";
 
@@ -344,6 +359,10 @@ async fn delete(
 impl Provider for LogsProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[LOG_GROUP]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(LOG_GROUP_PROPERTIES.to_vec())
     }
 
     async fn create(

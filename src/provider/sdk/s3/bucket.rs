@@ -583,6 +583,12 @@ impl Provider for BucketProvider {
         &[TYPE]
     }
 
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        // `AccessControl` is in both lists.
+        let at_create = AT_CREATE.iter().filter(|p| !APPLIED.contains(p));
+        Some(APPLIED.iter().chain(at_create).copied().collect())
+    }
+
     async fn create(
         &self,
         ctx: &ProviderContext<'_>,

@@ -17,6 +17,10 @@ use crate::provider::{
 
 const TYPE: &str = "AWS::S3::BucketPolicy";
 
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const BUCKET_POLICY_PROPERTIES: &[&str] = &["Bucket", "PolicyDocument"];
+
 pub struct BucketPolicyProvider;
 
 async fn put(
@@ -47,6 +51,10 @@ async fn put(
 impl Provider for BucketPolicyProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[TYPE]
+    }
+
+    fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        Some(BUCKET_POLICY_PROPERTIES.to_vec())
     }
 
     async fn create(

@@ -23,8 +23,46 @@ use crate::provider::{
 };
 
 const TOPIC: &str = "AWS::SNS::Topic";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const TOPIC_PROPERTIES: &[&str] = &[
+    "ArchivePolicy",
+    "ContentBasedDeduplication",
+    "DataProtectionPolicy",
+    "DeliveryStatusLogging",
+    "DisplayName",
+    "FifoThroughputScope",
+    "FifoTopic",
+    "KmsMasterKeyId",
+    "SignatureVersion",
+    "Subscription",
+    "Tags",
+    "TopicName",
+    "TracingConfig",
+];
 const SUBSCRIPTION: &str = "AWS::SNS::Subscription";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const SUBSCRIPTION_PROPERTIES: &[&str] = &[
+    "DeliveryPolicy",
+    "Endpoint",
+    "FilterPolicy",
+    "FilterPolicyScope",
+    "Protocol",
+    "RawMessageDelivery",
+    "RedrivePolicy",
+    "Region",
+    "ReplayPolicy",
+    "SubscriptionRoleArn",
+    "TopicArn",
+];
 const TOPIC_POLICY: &str = "AWS::SNS::TopicPolicy";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const TOPIC_POLICY_PROPERTIES: &[&str] = &["PolicyDocument", "Topics"];
 
 /// The SDK provider for SNS topics, subscriptions and topic policies.
 pub struct SnsProvider;
@@ -111,6 +149,16 @@ fn property_value(kind: Kind, raw: &str) -> Value {
 impl Provider for SnsProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[TOPIC, SUBSCRIPTION, TOPIC_POLICY]
+    }
+
+    fn supported_properties(&self, resource_type: &str) -> Option<Vec<&'static str>> {
+        let list = match resource_type {
+            TOPIC => TOPIC_PROPERTIES,
+            SUBSCRIPTION => SUBSCRIPTION_PROPERTIES,
+            TOPIC_POLICY => TOPIC_POLICY_PROPERTIES,
+            _ => return None,
+        };
+        Some(list.to_vec())
     }
 
     async fn create(

@@ -26,7 +26,32 @@ use crate::provider::{
 };
 
 const QUEUE: &str = "AWS::SQS::Queue";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const QUEUE_PROPERTIES: &[&str] = &[
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "DelaySeconds",
+    "FifoQueue",
+    "FifoThroughputLimit",
+    "KmsDataKeyReusePeriodSeconds",
+    "KmsMasterKeyId",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "QueueName",
+    "ReceiveMessageWaitTimeSeconds",
+    "RedriveAllowPolicy",
+    "RedrivePolicy",
+    "SqsManagedSseEnabled",
+    "Tags",
+    "VisibilityTimeout",
+];
 const QUEUE_POLICY: &str = "AWS::SQS::QueuePolicy";
+
+/// The top-level CloudFormation properties this provider sends (any other routes the
+/// resource through Cloud Control: `Provider::supported_properties`).
+const QUEUE_POLICY_PROPERTIES: &[&str] = &["PolicyDocument", "Queues"];
 
 /// The SDK provider for SQS queues and queue policies.
 pub struct SqsProvider;
@@ -100,6 +125,15 @@ async fn queue_attributes(
 impl Provider for SqsProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[QUEUE, QUEUE_POLICY]
+    }
+
+    fn supported_properties(&self, resource_type: &str) -> Option<Vec<&'static str>> {
+        let list = match resource_type {
+            QUEUE => QUEUE_PROPERTIES,
+            QUEUE_POLICY => QUEUE_POLICY_PROPERTIES,
+            _ => return None,
+        };
+        Some(list.to_vec())
     }
 
     async fn create(

@@ -1,0 +1,110 @@
+//! Which provider serves each resource of a plan: the registry's choice for the type and the
+//! template's properties, bounded by what the resource's record says.
+//!
+//! - A resource without a record (or whose type changed) takes [`Registry::route_for`]: its
+//!   SDK provider unless the template sets a property that provider does not send, then Cloud
+//!   Control, which sends the whole bag. One progress line names the property. A type Cloud
+//!   Control cannot serve either is refused before anything is created.
+//! - A record pinned to Cloud Control (`provisionedBy: cc-api`) stays there, as the spec
+//!   requires: moving it would change the API that addresses a live resource. The exception
+//!   is a type in [`SAME_ID_ON_BOTH_ROUTES`], whose SDK provider addresses the resource by the
+//!   very id Cloud Control recorded: it returns to the SDK provider on the first deploy where
+//!   neither the template nor the record carries a property that provider does not send. The
+//!   record counts because a property Cloud Control applied and the template has since
+//!   dropped still needs Cloud Control to unset it, so the return waits one deploy.
+//! - A record made through the SDK provider whose template now sets a property that provider
+//!   does not send moves to Cloud Control when its type is in [`SAME_ID_ON_BOTH_ROUTES`];
+//!   otherwise Cloud Control could not address it, and the deploy is refused naming the
+//!   property (never applied without it).
+
+use serde_json::Value;
+
+use super::DeployError;
+use crate::provider::{Registry, Route};
+use crate::state::ResourceState;
+use crate::template::Resource;
+
+/// Types whose SDK provider's physical id is the identifier Cloud Control records (so either
+/// route can address a resource the other made). Each entry needs a test through the binary
+/// that moves a live resource across (tests/lifecycle/deploy_flags.rs,
+/// `a_property_the_sdk_provider_does_not_send_goes_through_cloud_control_and_back`).
+pub const SAME_ID_ON_BOTH_ROUTES: &[&str] = &["AWS::Lambda::Function"];
+
+/// The route of one resource, and the progress line saying why when it is not the usual one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Choice {
+    pub route: Route,
+    pub note: Option<String>,
+}
+
+/// The top-level properties a template sets (an explicit `AWS::NoValue` sets nothing).
+fn template_names(res: &Resource) -> Vec<&str> {
+    res.properties
+        .iter()
+        .filter(|(_, v)| !is_no_value(v))
+        .map(|(k, _)| k.as_str())
+        .collect()
+}
+
+fn is_no_value(v: &Value) -> bool {
+    v.is_null() || v.get("Ref").and_then(Value::as_str) == Some("AWS::NoValue")
+}
+
+/// The route for resource `id` of type `res.type_`, given its record in state (if any).
+pub(super) fn choose(
+    registry: &Registry,
+    id: &str,
+    res: &Resource,
+    rec: Option<&ResourceState>,
+) -> Result<Choice, DeployError> {
+    let rec = rec.filter(|r| r.resource_type == res.type_);
+    let names = template_names(res);
+    let movable = SAME_ID_ON_BOTH_ROUTES.contains(&res.type_.as_str());
+    if let Some(r) = rec.filter(|r| r.is_pinned_to_cloud_control()) {
+        let recorded: Vec<&str> = r.properties.keys().map(String::as_str).collect();
+        let returns = movable
+            && registry.provider(&res.type_, Route::Sdk).is_some()
+            && registry.unmodelled(&res.type_, &names).is_empty()
+            && registry.unmodelled(&res.type_, &recorded).is_empty();
+        return Ok(if returns {
+            Choice {
+                route: Route::Sdk,
+                note: Some(format!(
+                    "{id} ({}): returns to its SDK provider from Cloud Control (every property \
+                     it sets is one the SDK provider sends)",
+                    res.type_
+                )),
+            }
+        } else {
+            Choice {
+                route: Route::CloudControl,
+                note: None,
+            }
+        });
+    }
+    let routed = registry.route_for(id, &res.type_, &names)?;
+    if routed.unmodelled.is_empty() {
+        return Ok(Choice {
+            route: routed.route,
+            note: None,
+        });
+    }
+    if rec.is_some() && !movable {
+        return Err(DeployError::Refused(format!(
+            "{id} ({}): cdkd's SDK provider does not send property {}, and this resource was \
+             made through that provider, which addresses it by an id Cloud Control does not \
+             use; remove the property, or give the resource a new logical id so it is created \
+             through Cloud Control; nothing was changed",
+            res.type_,
+            routed.unmodelled.join(", ")
+        )));
+    }
+    Ok(Choice {
+        route: routed.route,
+        note: Some(format!(
+            "{id} ({}): through Cloud Control: cdkd's SDK provider does not send property {}",
+            res.type_,
+            routed.unmodelled.join(", ")
+        )),
+    })
+}
