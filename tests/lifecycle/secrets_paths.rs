@@ -481,13 +481,66 @@ async fn an_encoded_secret_reaches_aws_resolved_and_state_as_the_mask_with_finge
     assert!(text_print.starts_with("sha256:"), "{text_print}");
     let input_print = encoded["maskedPropertyInputFingerprints"]["Value"]
         .as_str()
-        .expect("an input fingerprint");
+        .expect("an input fingerprint")
+        .to_owned();
     assert!(
         input_print.starts_with("inputs-sha256:")
             && input_print.ends_with(&format!("+{text_print}")),
         "{input_print}"
     );
     assert_eq!(step(&["diff", "--fail"]), 0, "clean right after the deploy");
+
+    // A record an older writer left without the fields: the next deploy fills them in from
+    // the template it deploys and sends nothing.
+    let s3 = support::s3_client().await;
+    let key = format!("cdkd/{stack}/us-east-1/state.json");
+    let body = s3
+        .get_object()
+        .bucket(&app.bucket)
+        .key(&key)
+        .send()
+        .await
+        .expect("record");
+    let bytes = body.body.collect().await.expect("body").into_bytes();
+    let mut stripped: Value = serde_json::from_slice(&bytes).expect("json");
+    let fields = stripped["resources"]["Encoded"]
+        .as_object_mut()
+        .expect("record");
+    fields.remove("maskedPropertyFingerprints");
+    fields.remove("maskedPropertyInputFingerprints");
+    s3.put_object()
+        .bucket(&app.bucket)
+        .key(&key)
+        .body(serde_json::to_vec(&stripped).expect("json").into())
+        .send()
+        .await
+        .expect("put");
+    let version = |ssm: aws_sdk_ssm::Client, name: String| async move {
+        ssm.get_parameter()
+            .name(name)
+            .send()
+            .await
+            .expect("get")
+            .parameter
+            .map(|p| p.version)
+    };
+    let before = version(ssm.clone(), name.clone()).await;
+    assert_eq!(step(&["deploy"]), 0);
+    assert_eq!(
+        version(ssm.clone(), name.clone()).await,
+        before,
+        "nothing was sent"
+    );
+    let refilled = app.record(&stack);
+    assert_eq!(
+        refilled["resources"]["Encoded"]["maskedPropertyFingerprints"]["Value"],
+        json!(text_print),
+        "the text fingerprint is filled in"
+    );
+    assert_eq!(
+        refilled["resources"]["Encoded"]["maskedPropertyInputFingerprints"]["Value"],
+        json!(input_print)
+    );
 
     // A rotated secret behind an unchanged template: nothing to show, nothing sent.
     secrets

@@ -374,23 +374,27 @@ impl Resolution {
         super::masked::fingerprints(logical_id, keys, &mut inputs)
     }
 
-    /// The properties of `record` whose masked fingerprint moved (both sides store `***`).
-    pub fn masked_changes(
+    /// Today's masked-property fingerprints of `logical_id` for the plan's comparison with
+    /// `record`; computed only when the record could hold a mask (empty otherwise).
+    pub fn masked_today(
         &self,
         snapshot: &Snapshot,
         logical_id: &str,
         desired: &Map<String, Value>,
         record: &ResourceState,
-        already: &[crate::plan::PropertyDiff],
-    ) -> Vec<crate::plan::PropertyDiff> {
-        if record.masked_property_fingerprints().is_none() {
-            return Vec::new();
+    ) -> MaskedFingerprints {
+        let could_hold = record.masked_property_fingerprints().is_some()
+            || record
+                .properties
+                .values()
+                .any(crate::resolve::external::holds_mask);
+        if !could_hold {
+            return MaskedFingerprints::default();
         }
         let Ok(secured) = self.secure(logical_id, desired.clone()) else {
-            return Vec::new();
+            return MaskedFingerprints::default();
         };
-        let today = self.masked_fingerprints(snapshot, logical_id, &secured.masked_keys);
-        super::masked::masked_changes(&record.resource_type, record, &today, already)
+        self.masked_fingerprints(snapshot, logical_id, &secured.masked_keys)
     }
 
     /// Each position `template` fills from a parameter the parent filled from a secret

@@ -144,6 +144,60 @@ pub(super) fn masked_changes(
     out
 }
 
+/// `record` with the fingerprints it lacks filled in from `today` (the first deploy under a
+/// cdkd that knows the fields, or one that knows the input field over a record an older one
+/// wrote): a text hash where the record has none, an input hash where the recorded text hash
+/// equals today's and no input hash is bound to it. Nothing is sent for such a fill-in, and
+/// a hash the record already holds is never replaced here (a moved one is a change).
+pub(super) fn filled_in(
+    record: &ResourceState,
+    today: &MaskedFingerprints,
+) -> Option<ResourceState> {
+    if today.text.is_empty() {
+        return None;
+    }
+    let mut text = record
+        .masked_property_fingerprints()
+        .cloned()
+        .unwrap_or_default();
+    let mut inputs = record
+        .masked_property_input_fingerprints()
+        .cloned()
+        .unwrap_or_default();
+    let mut moved = false;
+    for (key, hash) in &today.text {
+        match text.get(key) {
+            None => {
+                text.insert(key.clone(), hash.clone());
+                if let Some(i) = today.inputs.get(key) {
+                    inputs.insert(key.clone(), i.clone());
+                }
+                moved = true;
+            }
+            Some(old) if old == hash => {
+                let bound = inputs
+                    .get(key)
+                    .is_some_and(|i| i.ends_with(&format!("+{old}")));
+                if !bound {
+                    if let Some(i) = today.inputs.get(key) {
+                        inputs.insert(key.clone(), i.clone());
+                        moved = true;
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    if !moved {
+        return None;
+    }
+    let mut out = record.clone();
+    out.masked_property_fingerprints = Some(crate::state::Lenient::Valid(text));
+    out.masked_property_input_fingerprints =
+        (!inputs.is_empty()).then(|| crate::state::Lenient::Valid(inputs));
+    Some(out)
+}
+
 struct Walker<'i, 'a> {
     inputs: &'i mut Inputs<'a>,
     /// Resource → whether its definition reads no secret (memo; `false` while in progress).

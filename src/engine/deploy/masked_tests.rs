@@ -228,3 +228,41 @@ fn masked_keys_are_the_top_level_properties_of_mask_positions() {
     secrets.insert_position("UserData", pos("***"));
     assert_eq!(masked_keys(&secrets), ["LaunchTemplateData", "UserData"]);
 }
+
+#[test]
+fn a_record_without_fingerprints_gets_them_filled_in_and_a_held_one_is_never_replaced() {
+    let today = World::new().prints(&["UserData"]);
+    let mut bare = record_with(&today);
+    bare.masked_property_fingerprints = None;
+    bare.masked_property_input_fingerprints = None;
+    let filled = filled_in(&bare, &today).expect("filled in");
+    assert_eq!(filled.masked_property_fingerprints(), Some(&today.text));
+    assert_eq!(
+        filled.masked_property_input_fingerprints(),
+        Some(&today.inputs)
+    );
+    assert!(filled_in(&filled, &today).is_none(), "nothing left to fill");
+
+    // Text recorded, no input hash bound to it (an older writer): the input hash is filled.
+    let mut text_only = record_with(&today);
+    text_only.masked_property_input_fingerprints = None;
+    let filled = filled_in(&text_only, &today).expect("input filled");
+    assert_eq!(
+        filled.masked_property_input_fingerprints(),
+        Some(&today.inputs)
+    );
+
+    // A recorded text hash that moved is a change, not a fill-in.
+    let mut edited = World::new();
+    edited
+        .template
+        .resources
+        .get_mut("Host")
+        .unwrap()
+        .properties
+        .insert(
+            "UserData".into(),
+            json!({"Fn::Base64": "other {{resolve:secretsmanager:s}}"}),
+        );
+    assert!(filled_in(&record_with(&today), &edited.prints(&["UserData"])).is_none());
+}

@@ -163,14 +163,10 @@ pub(super) fn plan(
                 let desired = resolution.comparable(id, desired, &r.properties);
                 change.property_diffs =
                     diff_properties(&res.type_, &desired, &r.properties, &unknown);
-                let masked = resolution.masked_changes(
-                    &snapshot,
-                    id,
-                    &predicted_from,
-                    r,
-                    &change.property_diffs,
-                );
-                change.property_diffs.extend(masked);
+                let masked = resolution.masked_today(&snapshot, id, &predicted_from, r);
+                let masked_moved =
+                    super::masked::masked_changes(&res.type_, r, &masked, &change.property_diffs);
+                change.property_diffs.extend(masked_moved);
                 // Values that read what this run moves and cannot be predicted: known once
                 // the walk has done the dependency.
                 let (reads_moved, rest): (Vec<String>, Vec<String>) =
@@ -255,7 +251,10 @@ pub(super) fn plan(
                         });
                     }
                 } else {
-                    let refreshed_record = refresh(r, res, &dependencies);
+                    let mut refreshed_record = refresh(r, res, &dependencies);
+                    if let Some(filled) = super::masked::filled_in(&refreshed_record, &masked) {
+                        refreshed_record = filled;
+                    }
                     if refreshed_record != *r {
                         refreshed.push((id.to_owned(), refreshed_record));
                     }
