@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 pub use environment::{Environment, UNKNOWN_ACCOUNT, UNKNOWN_REGION};
 pub use manifest::{Annotation, CloudAssembly, MissingContext, Severity, StackArtifact};
 pub use select::{select, select_ordered, Selection, Selector};
-pub use synth::{run_app, SynthInput};
+pub use synth::{run_app, run_build, SynthInput};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AssemblyError {
@@ -46,6 +46,8 @@ pub enum AssemblyError {
         "the app `{command}` failed with {status}; fix the app (its output is above) and try again"
     )]
     AppFailed { command: String, status: String },
+    #[error("the cdk.json build command `{command}` failed with {status}; fix the build (its output is above) and try again")]
+    BuildFailed { command: String, status: String },
     #[error("the app `{command}` wrote no manifest.json to {outdir}; is it a CDK app that calls app.synth()?")]
     NoManifest { command: String, outdir: PathBuf },
     #[error("cannot create the output directory {dir}: {source}")]

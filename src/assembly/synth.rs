@@ -93,6 +93,38 @@ pub async fn run_app(
     Ok(())
 }
 
+/// Runs cdk.json's `build` command through the shell in `cwd` before the app is synthesized,
+/// as the CDK CLI does; its output goes to our stderr, a failure stops the run.
+pub async fn run_build(command: &str, cwd: &Path) -> Result<(), AssemblyError> {
+    let mut cmd = shell(command);
+    cmd.current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    tracing::info!(command, "running the cdk.json build command");
+    let spawn_error = |source| AssemblyError::Spawn {
+        command: command.to_owned(),
+        source,
+    };
+    let mut child = cmd.spawn().map_err(spawn_error)?;
+    let out = child.stdout.take().map(|s| tokio::spawn(forward(s)));
+    let err = child.stderr.take().map(|s| tokio::spawn(forward(s)));
+    let status = child.wait().await.map_err(spawn_error)?;
+    for task in [out, err].into_iter().flatten() {
+        let _ = task.await;
+    }
+    if status.success() {
+        return Ok(());
+    }
+    Err(AssemblyError::BuildFailed {
+        command: command.to_owned(),
+        status: status
+            .code()
+            .map_or_else(|| "a signal".to_owned(), |c| format!("exit code {c}")),
+    })
+}
+
 /// Copies the app's output lines to our stderr as they arrive.
 async fn forward(stream: impl AsyncRead + Unpin) {
     let mut lines = BufReader::new(stream).lines();

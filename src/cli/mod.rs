@@ -33,7 +33,8 @@ pub struct GlobalOptions {
     #[arg(short = 'o', long, global = true, value_name = "DIR")]
     pub output: Option<PathBuf>,
 
-    /// Context value passed to the app, as key=value (repeatable).
+    /// Context value passed to the app, as key=value (repeatable). The value reaches the app
+    /// as a string ("5", "true"), as the CDK CLI passes it.
     #[arg(short = 'c', long = "context", global = true, value_name = "KEY=VALUE")]
     pub context: Vec<String>,
 
@@ -152,9 +153,13 @@ pub struct DeployArgs {
     /// Skip the long stabilization waits (CloudFront, RDS, NAT gateways, ...).
     #[arg(long)]
     pub no_wait: bool,
-    /// On failure keep what was created instead of rolling back automatically.
-    #[arg(long)]
+    /// On failure keep what was created instead of rolling back automatically
+    /// (cdk.json "rollback": false says the same).
+    #[arg(long, overrides_with = "rollback")]
     pub no_rollback: bool,
+    /// Roll back automatically on failure [default], over cdk.json "rollback": false.
+    #[arg(long, overrides_with = "no_rollback")]
+    pub rollback: bool,
     /// Deploy only the named stacks, not the stacks they depend on.
     #[arg(short = 'e', long)]
     pub exclusively: bool,
@@ -165,10 +170,11 @@ pub struct DeployArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Which changes need a confirmation before they are made (a prompt on a terminal;
-    /// elsewhere pass --yes).
-    #[arg(long, value_enum, default_value_t = RequireApproval::Never)]
-    pub require_approval: RequireApproval,
-    /// Write the stacks' outputs to this file as JSON ({"Stack": {"Key": "value"}}).
+    /// elsewhere pass --yes) [default: cdk.json "requireApproval", else never].
+    #[arg(long, value_enum)]
+    pub require_approval: Option<RequireApproval>,
+    /// Write the stacks' outputs to this file as JSON ({"Stack": {"Key": "value"}})
+    /// [default: cdk.json "outputsFile"].
     #[arg(long, value_name = "FILE")]
     pub outputs_file: Option<PathBuf>,
     /// When the new resource of a replacement cannot be created beside the old one (its name

@@ -109,7 +109,7 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         force_stateful_recreation: args.force_stateful_recreation,
         no_wait: args.no_wait,
         cancel: Some(cancel_on_ctrl_c()),
-        no_rollback: args.no_rollback,
+        no_rollback: no_rollback(args, settings.rollback),
         replace: args.replace,
         strict_getatt: args.strict_getatt,
         skip_final_snapshot: args.skip_final_snapshot,
@@ -130,11 +130,9 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
 
     let progress = Arc::new(Progress::new(bar_suits_stderr()));
     options.progress = Some(progress.clone());
-    if args.require_approval != RequireApproval::Never {
-        let gate: Arc<dyn Approve> = Arc::new(ApprovalGate::new(
-            args.require_approval,
-            session_yes(session),
-        ));
+    let level = approval_level(args, settings.require_approval.as_deref());
+    if level != RequireApproval::Never {
+        let gate: Arc<dyn Approve> = Arc::new(ApprovalGate::new(level, session_yes(session)));
         options.approval = Some(gate);
     }
 
@@ -187,7 +185,11 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         }
     }
     deploy_report::print(&[deploy_report::closing(counts, &tally, began.elapsed())]);
-    if let Some(path) = &args.outputs_file {
+    if let Some(path) = args
+        .outputs_file
+        .as_ref()
+        .or(settings.outputs_file.as_ref())
+    {
         write_outputs_file(path, &outputs_file)?;
     }
     if args.json {
@@ -503,6 +505,34 @@ async fn dry_run_all(
 }
 
 /// Writes `{"Stack": {"OutputKey": "value"}}` like `cdk deploy --outputs-file`.
+/// `--no-rollback` / `--rollback`, else cdk.json "rollback" (false means no rollback).
+fn no_rollback(args: &DeployArgs, from_cdk_json: Option<bool>) -> bool {
+    if args.no_rollback || args.rollback {
+        return args.no_rollback;
+    }
+    from_cdk_json == Some(false)
+}
+
+/// `--require-approval`, else cdk.json "requireApproval", else never. cdk.json's
+/// "broadening" (the CDK's default) asks before any change until cdkd can tell a broadening
+/// one: stricter, never weaker.
+fn approval_level(args: &DeployArgs, from_cdk_json: Option<&str>) -> RequireApproval {
+    if let Some(level) = args.require_approval {
+        return level;
+    }
+    match from_cdk_json {
+        Some(crate::config::BROADENING) => {
+            ui::warn(
+                "cdk.json \"requireApproval\": \"broadening\" is read as any-change (cdkd does \
+                 not tell a broadening change yet); pass --require-approval to choose",
+            );
+            RequireApproval::AnyChange
+        }
+        Some(other) => crate::config::approval_level(other).unwrap_or_default(),
+        None => RequireApproval::Never,
+    }
+}
+
 fn write_outputs_file(path: &std::path::Path, outputs: &Map<String, Value>) -> Result<()> {
     let text = serde_json::to_string_pretty(&Value::Object(outputs.clone())).unwrap_or_default();
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

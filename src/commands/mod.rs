@@ -120,6 +120,10 @@ impl Session {
             )
             .await?);
         };
+        // cdk.json "build" runs before an app command, never before an assembly directory.
+        if let Some(build) = &self.settings.build {
+            assembly::run_build(build, &self.settings.project_dir).await?;
+        }
         let (account, region) = self.best_effort_environment().await;
         let input = SynthInput {
             context: self.settings.context.clone(),

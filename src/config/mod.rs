@@ -1,9 +1,11 @@
 //! Settings from flags, files and the environment, merged in one place.
 //!
 //! The CDK CLI's files are honoured the way it reads them: `~/.cdk.json` (user defaults),
-//! `cdk.json` (project: `app`, `output`, `context`), `cdk.context.json` (cached lookups), and
-//! `-c key=value` on the command line. cdkd's own settings live under `context.cdkd.*`.
-//! Precedence for every setting: flag, then environment, then cdk.json.
+//! `cdk.json` (project: `app`, `output`, `context`, `profile`, `requireApproval`, `outputsFile`,
+//! `rollback`, `build`; see [`cdk_json`]), `cdk.context.json` (cached lookups), and
+//! `-c key=value` on the command line (always a string, as the CDK CLI passes it). cdkd's own
+//! settings live under `context.cdkd.*`. Precedence for every setting: flag, then environment,
+//! then cdk.json, then ~/.cdk.json.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +13,9 @@ use serde_json::{Map, Value};
 
 use crate::cli::GlobalOptions;
 use crate::env;
+
+mod cdk_json;
+pub use cdk_json::{approval_level, ConfigFile, BROADENING};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -39,49 +44,6 @@ pub enum ConfigError {
     InvalidContextArg(String),
     #[error("no app to synthesize: pass --app (a command or a cloud assembly directory), set {var}, or add \"app\" to cdk.json")]
     NoApp { var: &'static str },
-}
-
-/// One JSON configuration file, as the CDK CLI reads it.
-#[derive(Debug, Default, Clone)]
-pub struct ConfigFile {
-    pub app: Option<String>,
-    pub output: Option<String>,
-    pub context: Map<String, Value>,
-}
-
-impl ConfigFile {
-    /// Reads `file` if it exists; a missing file is an empty configuration.
-    pub fn load(file: &Path) -> Result<Self, ConfigError> {
-        let text = match std::fs::read_to_string(file) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    file: file.to_owned(),
-                    source,
-                })
-            }
-        };
-        Self::parse(&text, file)
-    }
-
-    pub fn parse(text: &str, file: &Path) -> Result<Self, ConfigError> {
-        let value = parse_json_object(text, file)?;
-        let mut out = ConfigFile::default();
-        if let Some(app) = value.get("app") {
-            out.app = Some(expect_string(app, file, "\"app\"")?);
-        }
-        if let Some(output) = value.get("output") {
-            out.output = Some(expect_string(output, file, "\"output\"")?);
-        }
-        if let Some(context) = value.get("context") {
-            out.context = context
-                .as_object()
-                .cloned()
-                .ok_or_else(|| wrong_shape(file, "\"context\"", "an object"))?;
-        }
-        Ok(out)
-    }
 }
 
 /// Reads a context cache file such as cdk.context.json: the whole object is context.
@@ -127,8 +89,8 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_owned()
 }
 
-/// Parses `-c key=value`. A value that is valid JSON (number, bool, object, array, quoted string)
-/// keeps its type, as the CDK CLI does; anything else is a plain string.
+/// Parses `-c key=value`. The value is a string, whatever it looks like ("5", "true", "{}"):
+/// the CDK CLI and upstream cdkd pass it so, and an app reading `tryGetContext` sees the same.
 pub fn parse_context_arg(arg: &str) -> Result<(String, Value), ConfigError> {
     let (key, value) = arg
         .split_once('=')
@@ -137,12 +99,7 @@ pub fn parse_context_arg(arg: &str) -> Result<(String, Value), ConfigError> {
     if key.is_empty() {
         return Err(ConfigError::InvalidContextArg(arg.to_owned()));
     }
-    let parsed = match serde_json::from_str::<Value>(value) {
-        Ok(v @ (Value::Object(_) | Value::Array(_) | Value::Bool(_) | Value::Number(_))) => v,
-        Ok(Value::String(s)) if value.trim_start().starts_with('"') => Value::String(s),
-        _ => Value::String(value.to_owned()),
-    };
-    Ok((key.to_owned(), parsed))
+    Ok((key.to_owned(), Value::String(value.to_owned())))
 }
 
 /// The merged settings one command runs with.
@@ -163,6 +120,14 @@ pub struct Settings {
     pub yes: bool,
     /// Whether missing context is looked up (`--no-lookups` turns it off).
     pub lookups: bool,
+    /// cdk.json `requireApproval`, checked to be a level or `broadening` (the flag wins).
+    pub require_approval: Option<String>,
+    /// cdk.json `outputsFile`, relative to the project (the deploy flag wins).
+    pub outputs_file: Option<PathBuf>,
+    /// cdk.json `rollback` (`--rollback` / `--no-rollback` win).
+    pub rollback: Option<bool>,
+    /// cdk.json `build`: a shell command run before the app is synthesized.
+    pub build: Option<String>,
 }
 
 pub const DEFAULT_STATE_PREFIX: &str = "cdkd";
@@ -248,11 +213,25 @@ impl Settings {
                 .or_else(|| cdkd_str("statePrefix"))
                 .unwrap_or_else(|| DEFAULT_STATE_PREFIX.to_owned()),
             region: flags.region.clone(),
-            profile: flags.profile.clone(),
+            // The SDK reads AWS_PROFILE itself; cdk.json's profile only when neither is given.
+            profile: flags
+                .profile
+                .clone()
+                .or_else(|| match env(env::AWS_PROFILE) {
+                    Some(_) => None,
+                    None => project.profile.clone().or(user.profile.clone()),
+                }),
             role_arn: flags.role_arn.clone(),
             verbose: flags.verbose,
             yes: flags.yes,
             lookups: !flags.no_lookups,
+            require_approval: project.require_approval.or(user.require_approval),
+            outputs_file: project
+                .outputs_file
+                .or(user.outputs_file)
+                .map(|f| sources.project_dir.join(f)),
+            rollback: project.rollback.or(user.rollback),
+            build: project.build.or(user.build),
             context,
         })
     }
@@ -329,6 +308,33 @@ mod tests {
     }
 
     #[test]
+    fn cdk_json_settings_below_flags_and_environment() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            "cdk.json",
+            r#"{"profile":"json","requireApproval":"any-change","outputsFile":"o.json",
+                "rollback":false,"build":"make"}"#,
+        );
+        let none = GlobalOptions::default();
+        let s = resolve(dir.path(), &none, &[]).expect("resolves");
+        assert_eq!(s.profile.as_deref(), Some("json"));
+        assert_eq!(s.require_approval.as_deref(), Some("any-change"));
+        assert_eq!(s.outputs_file, Some(dir.path().join("o.json")));
+        assert_eq!(s.rollback, Some(false));
+        assert_eq!(s.build.as_deref(), Some("make"));
+        // AWS_PROFILE (read by the SDK) beats cdk.json; --profile beats both.
+        let s = resolve(dir.path(), &none, &[("AWS_PROFILE", "env")]).expect("resolves");
+        assert_eq!(s.profile, None);
+        let flags = GlobalOptions {
+            profile: Some("flag".into()),
+            ..Default::default()
+        };
+        let s = resolve(dir.path(), &flags, &[("AWS_PROFILE", "env")]).expect("resolves");
+        assert_eq!(s.profile.as_deref(), Some("flag"));
+    }
+
+    #[test]
     fn defaults_when_nothing_is_configured() {
         let dir = tempfile::tempdir().expect("tempdir");
         let s = resolve(dir.path(), &GlobalOptions::default(), &[]).expect("resolves");
@@ -359,8 +365,9 @@ mod tests {
         assert_eq!(s.context["a"], "json");
         assert_eq!(s.context["b"], "cli");
         assert_eq!(s.context["c"], "cache");
-        assert_eq!(s.context["n"], 5);
-        assert_eq!(s.context["o"]["x"], true);
+        // -c values are strings, as the CDK CLI passes them.
+        assert_eq!(s.context["n"], "5");
+        assert_eq!(s.context["o"], "{\"x\":true}");
     }
 
     #[test]
@@ -398,8 +405,9 @@ mod tests {
             Value::String(String::new())
         );
         assert_eq!(parse_context_arg("k=a=b").expect("ok").1, "a=b");
-        assert_eq!(parse_context_arg("k=true").expect("ok").1, true);
-        assert_eq!(parse_context_arg("k=\"q\"").expect("ok").1, "q");
+        assert_eq!(parse_context_arg("k=true").expect("ok").1, "true");
+        assert_eq!(parse_context_arg("k=5").expect("ok").1, "5");
+        assert_eq!(parse_context_arg("k=\"q\"").expect("ok").1, "\"q\"");
         assert_eq!(parse_context_arg("k=null").expect("ok").1, "null");
     }
 }

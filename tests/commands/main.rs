@@ -1,6 +1,7 @@
 //! Integration tests of cdkd's other commands and whole apps, through the `cdkd` binary against
 //! the emulator: the CLI surface, bootstrap, context lookups, the corpus of real CDK apps,
 //! import (and migration from CloudFormation), orphan, cross-stack and external references,
+//! cdk.json settings,
 //! scrub.
 //!
 //! One test binary for all of them, because every binary links the whole AWS SDK. Each module
@@ -20,3 +21,4 @@ mod orphan;
 mod resolve_external;
 mod scrub;
 mod scrub_cross;
+mod settings;
