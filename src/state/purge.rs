@@ -497,6 +497,18 @@ impl ReplicationProbe {
         }
     }
 
+    /// Starts reading `bucket`'s replication rules in the background (once per bucket, as
+    /// [`Self::check`] does), so the check after a later purge finds them read.
+    pub fn prefetch(self: &Arc<Self>, client: Client, bucket: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (probe, bucket) = (self.clone(), bucket.to_owned());
+        runtime.spawn(async move {
+            probe.check(&client, &bucket, &[]).await;
+        });
+    }
+
     /// Runs the check after `outcomes` when one of them calls for it, and
     /// returns the warning to show, once per (`object_kind`, destinations).
     /// Everything it does not return it logs at debug.

@@ -121,6 +121,12 @@ impl LockManager {
                     let Some(etag) = etag else {
                         return Ok(None);
                     };
+                    // The release's purge asks whether replication covers the key; asked
+                    // now, in the background, the answer is there by then instead of costing
+                    // a round trip after the release.
+                    self.ctx
+                        .probe
+                        .prefetch(self.ctx.client.clone(), &self.ctx.bucket);
                     return Ok(Some(self.hold(stack, region, key, ttl, etag, body, info)));
                 }
                 Err(e) if is_contention(&e) => {}
