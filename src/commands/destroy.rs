@@ -375,6 +375,7 @@ async fn connect(session: &Session, clients: Arc<Clients>) -> Result<DestroyEnv>
         registry: Arc::new(default_registry()),
         exports,
         account_id,
+        record_imports: Default::default(),
     })
 }
 

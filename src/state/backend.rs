@@ -36,6 +36,16 @@ pub struct LoadedState {
     pub key: String,
 }
 
+/// One record as a listing reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedRecord {
+    pub stack: StackRef,
+    pub key: String,
+    /// As the listing sent it, quotes included (the GetObject ETag of the same version);
+    /// empty when the listing sent none.
+    pub etag: String,
+}
+
 /// The guard a save writes under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SaveCondition<'a> {
@@ -260,6 +270,20 @@ impl S3Backend {
 
     /// Every record under the prefix: region-scoped ones with their region, legacy ones without.
     pub async fn list_records(&self) -> Result<Vec<StackRef>, AwsError> {
+        let mut refs: Vec<StackRef> = self
+            .list_record_objects()
+            .await?
+            .into_iter()
+            .map(|r| r.stack)
+            .collect();
+        refs.dedup();
+        Ok(refs)
+    }
+
+    /// [`Self::list_records`] with each record's key and the ETag the listing reports (one
+    /// per record, in the same order): what lets a reader tell an unchanged record from the
+    /// copy it read before without reading it again.
+    pub async fn list_record_objects(&self) -> Result<Vec<ListedRecord>, AwsError> {
         let mut refs = Vec::new();
         let mut pages = self
             .client
@@ -278,13 +302,18 @@ impl S3Backend {
                 )
             })?;
             for object in page.contents() {
-                if let Some(r) = object.key().and_then(|k| self.keys.parse_state_key(k)) {
-                    refs.push(r);
+                let Some(key) = object.key() else { continue };
+                if let Some(stack) = self.keys.parse_state_key(key) {
+                    refs.push(ListedRecord {
+                        stack,
+                        key: key.to_owned(),
+                        etag: object.e_tag().unwrap_or_default().to_owned(),
+                    });
                 }
             }
         }
-        refs.sort();
-        refs.dedup();
+        refs.sort_by(|a, b| a.stack.cmp(&b.stack));
+        refs.dedup_by(|a, b| a.stack == b.stack);
         Ok(refs)
     }
 

@@ -427,6 +427,73 @@ async fn a_producer_is_refused_while_a_consumer_imports_from_it() {
     assert!(export_names(&bucket).await.is_empty());
 }
 
+/// The strong-reference scans of one destroy share the records they read (by key and ETag),
+/// and still see each record as it is at their listing: a record that went, one that started
+/// importing, one that stopped.
+#[tokio::test]
+async fn the_scans_of_one_destroy_see_every_record_as_it_is_now() {
+    use cdkd::engine::destroy::scan::{active_consumers, RecordImports};
+    use cdkd::state::backend::S3Backend;
+    use cdkd::state::StateKeys;
+    use std::sync::Arc;
+
+    let bucket = bootstrap("cdkd-scan");
+    let backend = Arc::new(S3Backend::new(
+        s3_client().await,
+        bucket.clone(),
+        StateKeys::default(),
+    ));
+    let key = |stack: &str| format!("cdkd/{stack}/{REGION}/state.json");
+    let record = |stack: &str, imports: &[&str]| {
+        let imports: Vec<Value> = imports
+            .iter()
+            .map(|e| json!({"sourceStack": "P", "sourceRegion": REGION, "exportName": e}))
+            .collect();
+        json!({"version": 11, "stackName": stack, "region": REGION, "resources": {},
+               "outputs": {"Url": "u"}, "exportNames": ["P-Url"], "imports": imports})
+        .to_string()
+    };
+    put(&bucket, &key("P"), &record("P", &[])).await;
+    put(&bucket, &key("A"), &record("A", &["P-Url"])).await;
+    put(&bucket, &key("B"), &record("B", &[])).await;
+    let seen = Arc::new(RecordImports::default());
+    let scan = || {
+        let (backend, seen) = (backend.clone(), seen.clone());
+        async move {
+            active_consumers(&backend, &seen, "P", REGION)
+                .await
+                .expect("scan")
+                .into_iter()
+                .map(|c| (c.stack, c.exports))
+                .collect::<Vec<_>>()
+        }
+    };
+    let a = vec![("A".to_owned(), vec!["P-Url".to_owned()])];
+    assert_eq!(scan().await, a);
+    assert_eq!(
+        scan().await,
+        a,
+        "unchanged records, answered from the run's copy"
+    );
+
+    s3_client()
+        .await
+        .delete_object()
+        .bucket(&bucket)
+        .key(key("A"))
+        .send()
+        .await
+        .expect("delete");
+    put(&bucket, &key("B"), &record("B", &["P-Url", "P-Url"])).await;
+    assert_eq!(
+        scan().await,
+        vec![("B".to_owned(), vec!["P-Url".to_owned()])],
+        "a record gone is not a consumer; one rewritten since is read again"
+    );
+    put(&bucket, &key("B"), &record("B", &[])).await;
+    assert_eq!(scan().await, Vec::<(String, Vec<String>)>::new());
+}
+
 fn add_fault(fault: Value) {
     let (status, body) = http("POST", "/_cloudcontrol/faults", &[], &fault.to_string());
     assert_eq!(status, 200, "{body}");

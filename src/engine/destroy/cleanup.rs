@@ -19,24 +19,38 @@ pub struct CleanupError {
     pub detail: String,
 }
 
-/// Deletes the ledger and the journal (together: they are independent), then the record
-/// (`legacy_key` too when the record was never re-saved out of the legacy layout). Each
-/// sidecar's noncurrent versions are purged in the background once its delete landed
-/// (`state::deferred`): fail-soft, so the record's delete does not wait for them.
-pub(super) async fn remove_record(
+impl CleanupError {
+    fn new(stack: &str, region: &str, not: NotDeleted) -> Self {
+        CleanupError {
+            stack: stack.to_owned(),
+            region: region.to_owned(),
+            what: not.what,
+            detail: not.detail,
+        }
+    }
+}
+
+/// A destroy's [`delete_sidecars`]; the record goes only after it ([`remove_state`]).
+pub(super) async fn remove_sidecars(
+    backend: &S3Backend,
+    stack: &str,
+    region: &str,
+) -> Result<(), CleanupError> {
+    delete_sidecars(backend, stack, region)
+        .await
+        .map_err(|f| CleanupError::new(stack, region, f))
+}
+
+/// A destroy's [`delete_state`], after [`remove_sidecars`].
+pub(super) async fn remove_state(
     backend: &S3Backend,
     stack: &str,
     region: &str,
     legacy_key: Option<&str>,
 ) -> Result<(), CleanupError> {
-    delete_record_with_sidecars(backend, stack, region, legacy_key)
+    delete_state(backend, stack, region, legacy_key)
         .await
-        .map_err(|f| CleanupError {
-            stack: stack.to_owned(),
-            region: region.to_owned(),
-            what: f.what,
-            detail: f.detail,
-        })
+        .map_err(|f| CleanupError::new(stack, region, f))
 }
 
 /// One object [`delete_record_with_sidecars`] could not delete; the record is still there.
@@ -47,19 +61,31 @@ pub(crate) struct NotDeleted {
     pub detail: String,
 }
 
+fn not_deleted(what: &str, detail: String) -> NotDeleted {
+    NotDeleted {
+        what: what.to_owned(),
+        detail,
+    }
+}
+
 /// The ledger and the journal, then the record: every command that drops a stack's record
-/// (destroy, `state destroy`, `state orphan`) removes its sidecars with it.
+/// (destroy, `state destroy`, `state orphan`) removes its sidecars with it. (A destroy calls
+/// the two halves itself, the sidecars' deletes beside its saver's last write.)
 pub(crate) async fn delete_record_with_sidecars(
     backend: &S3Backend,
     stack: &str,
     region: &str,
     legacy_key: Option<&str>,
 ) -> Result<(), NotDeleted> {
+    delete_sidecars(backend, stack, region).await?;
+    delete_state(backend, stack, region, legacy_key).await
+}
+
+/// Deletes the ledger and the journal, together (they are independent). Each one's
+/// noncurrent versions are purged in the background once its delete landed
+/// (`state::deferred`): fail-soft, so the record's delete does not wait for them.
+async fn delete_sidecars(backend: &S3Backend, stack: &str, region: &str) -> Result<(), NotDeleted> {
     let keys = backend.keys();
-    let fail = |what: &str, detail: String| NotDeleted {
-        what: what.to_owned(),
-        detail,
-    };
     let ledger = keys.create_tokens(stack, region);
     let journal = keys.rollback_journal(stack, region);
     let sidecars = [
@@ -87,23 +113,34 @@ pub(crate) async fn delete_record_with_sidecars(
         match result {
             Ok(()) => purge_later(backend, key, description),
             Err(e) => {
-                first_failure.get_or_insert_with(|| fail(&format!("{what} {key}"), e.to_string()));
+                first_failure
+                    .get_or_insert_with(|| not_deleted(&format!("{what} {key}"), e.to_string()));
             }
         }
     }
-    if let Some(failure) = first_failure {
-        return Err(failure);
+    match first_failure {
+        Some(failure) => Err(failure),
+        None => Ok(()),
     }
-    let state_key = keys.state(stack, region);
+}
+
+/// Deletes the record (`legacy_key` too when the record was never re-saved out of the legacy
+/// layout), after [`delete_sidecars`].
+async fn delete_state(
+    backend: &S3Backend,
+    stack: &str,
+    region: &str,
+    legacy_key: Option<&str>,
+) -> Result<(), NotDeleted> {
+    let state_key = backend.keys().state(stack, region);
     backend
         .delete_object(&state_key)
         .await
-        .map_err(|e| fail(&format!("the state record {state_key}"), e.to_string()))?;
+        .map_err(|e| not_deleted(&format!("the state record {state_key}"), e.to_string()))?;
     if let Some(legacy) = legacy_key {
-        backend
-            .delete_object(legacy)
-            .await
-            .map_err(|e| fail(&format!("the legacy state record {legacy}"), e.to_string()))?;
+        backend.delete_object(legacy).await.map_err(|e| {
+            not_deleted(&format!("the legacy state record {legacy}"), e.to_string())
+        })?;
     }
     Ok(())
 }

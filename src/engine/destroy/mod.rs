@@ -51,7 +51,7 @@ use crate::state::exports::ExportIndexStore;
 use crate::state::journal::JournalStore;
 use crate::state::keys::nested_stack_name;
 use crate::state::lock::HeldLock;
-use crate::state::{ResourceState, StateError};
+use crate::state::{Lenient, ResourceState, StateError};
 use crate::ui;
 use book::DestroyBook;
 
@@ -62,6 +62,8 @@ pub struct DestroyEnv {
     pub registry: Arc<Registry>,
     pub exports: Arc<ExportIndexStore>,
     pub account_id: String,
+    /// The records the strong-reference scans of this destroy have read ([`scan`]).
+    pub record_imports: Arc<scan::RecordImports>,
 }
 
 /// The options of one destroy.
@@ -174,6 +176,7 @@ struct Run {
     clients: Arc<Clients>,
     backend: Arc<S3Backend>,
     exports: Arc<ExportIndexStore>,
+    record_imports: Arc<scan::RecordImports>,
     registry: Arc<Registry>,
     records: IndexMap<String, ResourceState>,
     book: DestroyBook,
@@ -233,10 +236,16 @@ async fn destroy_locked(
         .ensure_deletable()
         .map_err(DestroyError::State)?;
     let state = loaded.parsed.state;
+    // `exportNames: []` (what a deploy of a stack without exports writes): no entry of this
+    // stack can be in the exports index. Without it (an older record), or with names (a
+    // record a partial destroy trimmed keeps them, its outputs cleared), the index is updated.
+    let exports_nothing =
+        matches!(&state.export_names, Some(Lenient::Valid(names)) if names.is_empty());
 
     // The strong-reference check reads the outputs as loaded, before any delete.
     if state.outputs.as_ref().is_some_and(|o| !o.is_empty()) {
-        let consumers = scan::active_consumers(&env.backend, stack, region).await?;
+        let consumers =
+            scan::active_consumers(&env.backend, &env.record_imports, stack, region).await?;
         if !consumers.is_empty() {
             return Err(DestroyError::ActiveImports {
                 stack: stack.to_owned(),
@@ -264,6 +273,7 @@ async fn destroy_locked(
         clients: env.clients.clone(),
         backend: env.backend.clone(),
         exports: env.exports.clone(),
+        record_imports: env.record_imports.clone(),
         registry: env.registry.clone(),
         records,
         book: DestroyBook::new(env.backend.clone(), state, loaded.etag, from_legacy),
@@ -358,23 +368,35 @@ async fn destroy_locked(
         delete_strays(&run, prior_journal, &mut report).await;
     }
     if report.is_success() {
-        // No incremental write may land after the record's delete.
-        run.book.abandon().await;
+        // No incremental write may land after the record's delete: the saver stops after the
+        // write in flight, meanwhile the ledger and the journal (other keys) are deleted.
+        let (sidecars, ()) = tokio::join!(
+            cleanup::remove_sidecars(&env.backend, stack, region),
+            run.book.abandon()
+        );
+        sidecars?;
         let legacy = match legacy_key {
             Some(k) if run.book.is_legacy().await => Some(k),
             _ => None,
         };
-        cleanup::remove_record(&env.backend, stack, region, legacy.as_deref()).await?;
+        cleanup::remove_state(&env.backend, stack, region, legacy.as_deref()).await?;
         if let Some(gone) = &options.gone {
             gone(&report);
         }
-        // The exports index after the record (and beside the event-store purge).
+        // The exports index after the record (and beside the event-store purge). A stack
+        // whose record exports nothing has no entry to remove (as a deploy that publishes
+        // none skips it), unless this run's copy of the index shows one.
         let events = async {
             if options.purge_events {
                 cleanup::purge_events(&env.backend, stack, region).await;
             }
         };
-        tokio::join!(events, env.exports.remove_stack(region, stack));
+        let index = async {
+            if !exports_nothing || env.exports.cached_holds(region, stack) == Some(true) {
+                env.exports.remove_stack(region, stack).await;
+            }
+        };
+        tokio::join!(events, index);
         return Ok(report);
     }
     if let Err(e) = run.book.preserve().await {
@@ -523,6 +545,7 @@ fn destroy_nested<'a>(
             registry: run.registry.clone(),
             exports: run.exports.clone(),
             account_id: run.account_id.clone(),
+            record_imports: run.record_imports.clone(),
         };
         let target = DestroyTarget {
             template_file: None,

@@ -5,13 +5,85 @@
 //! The scan reads every record in the bucket rather than the exports index, which has no
 //! consumer-side mapping and may be stale. A record that cannot be read at all fails the scan
 //! closed: a destroy is the direction that cannot be undone.
+//!
+//! Each scan lists the records afresh (after the stacks that depend on the producer are gone),
+//! but a record whose listed ETag is one this run already read is not read again: its imports
+//! are taken from [`RecordImports`], the run's copy keyed by key, ETag and the region it was
+//! read as. An ETag names one version's bytes, so the answer is the one a read of every record
+//! at the listing would give; in a chain of stacks destroyed one after another, each scan
+//! after the first costs its listing only (the stacks still waiting have not changed).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
+use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 
-use crate::state::backend::S3Backend;
-use crate::state::StackRef;
+use crate::state::backend::{BackendError, ListedRecord, S3Backend};
+use crate::state::{StackRef, StateImportEntry};
+
+/// The `imports[]` of each record version one run has read, shared by the stacks of one
+/// destroy. Only what a read confirmed is kept: a record that changed between the listing and
+/// the read, or could not be read, is read again by the next scan.
+#[derive(Default)]
+pub struct RecordImports {
+    /// (key, ETag, region read as) -> the record's imports.
+    cells: Mutex<HashMap<(String, String, String), Arc<OnceCell<Arc<Vec<StateImportEntry>>>>>>,
+}
+
+/// Why a record's imports were not kept.
+enum Miss {
+    /// Read, but not the version the listing named (or gone): the answer, not kept.
+    Changed(Option<Arc<Vec<StateImportEntry>>>),
+    Failed(BackendError),
+}
+
+impl RecordImports {
+    /// The imports of the listed record `rec`, read as `region`'s; `None` when it is gone.
+    async fn imports_of(
+        &self,
+        backend: &S3Backend,
+        rec: &ListedRecord,
+        region: &str,
+    ) -> Result<Option<Arc<Vec<StateImportEntry>>>, BackendError> {
+        let stack = &rec.stack.stack_name;
+        let read = || async {
+            let loaded = backend.load_for_reading(stack, region).await?;
+            let version = loaded.as_ref().map(|l| (l.key.clone(), l.etag.clone()));
+            let imports =
+                loaded.map(|l| Arc::new(l.parsed.state.imports.clone().unwrap_or_default()));
+            Ok::<_, BackendError>((version, imports))
+        };
+        if rec.etag.is_empty() {
+            return Ok(read().await?.1);
+        }
+        let cell = {
+            let mut cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
+            cells
+                .entry((rec.key.clone(), rec.etag.clone(), region.to_owned()))
+                .or_default()
+                .clone()
+        };
+        let kept = cell
+            .get_or_try_init(|| async {
+                match read().await {
+                    Ok((Some((key, etag)), Some(imports)))
+                        if key == rec.key && etag == rec.etag =>
+                    {
+                        Ok(imports)
+                    }
+                    Ok((_, imports)) => Err(Miss::Changed(imports)),
+                    Err(e) => Err(Miss::Failed(e)),
+                }
+            })
+            .await;
+        match kept {
+            Ok(imports) => Ok(Some(imports.clone())),
+            Err(Miss::Changed(imports)) => Ok(imports),
+            Err(Miss::Failed(e)) => Err(e),
+        }
+    }
+}
 
 /// A stack that still imports from the producer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,8 +116,10 @@ pub struct ScanError {
 }
 
 /// Every other stack whose record imports from `producer` in `region`, in listing order.
+/// `seen` is the run's copy of the records already read.
 pub async fn active_consumers(
     backend: &Arc<S3Backend>,
+    seen: &Arc<RecordImports>,
     producer: &str,
     region: &str,
 ) -> Result<Vec<Consumer>, ScanError> {
@@ -55,41 +129,38 @@ pub async fn active_consumers(
         detail,
     };
     let records = backend
-        .list_records()
+        .list_record_objects()
         .await
         .map_err(|e| fail(format!("listing the state records failed: {e}")))?;
     let mut tasks = JoinSet::new();
-    for (
-        order,
-        StackRef {
+    for (order, rec) in records.into_iter().enumerate() {
+        let StackRef {
             stack_name,
             region: rec_region,
-        },
-    ) in records.into_iter().enumerate()
-    {
+        } = rec.stack.clone();
         // A legacy record (no region in its key) is read as the producer's region's.
         let rec_region = rec_region.unwrap_or_else(|| region.to_owned());
         if stack_name == producer && rec_region == region {
             continue;
         }
-        let backend = backend.clone();
+        let (backend, seen) = (backend.clone(), seen.clone());
         tasks.spawn(async move {
-            let loaded = backend.load_for_reading(&stack_name, &rec_region).await;
-            (order, stack_name, rec_region, loaded)
+            let imports = seen.imports_of(&backend, &rec, &rec_region).await;
+            (order, stack_name, rec_region, imports)
         });
     }
     let mut found: Vec<(usize, Consumer)> = Vec::new();
     while let Some(joined) = tasks.join_next().await {
-        let (order, stack, rec_region, loaded) =
+        let (order, stack, rec_region, imports) =
             joined.map_err(|e| fail(format!("a record read did not finish: {e}")))?;
-        let loaded = loaded.map_err(|e| {
+        let imports = imports.map_err(|e| {
             fail(format!(
                 "the record of stack {stack} ({rec_region}) could not be read: {e}"
             ))
         })?;
-        let Some(loaded) = loaded else { continue };
+        let Some(imports) = imports else { continue };
         let mut exports: Vec<String> = Vec::new();
-        for entry in loaded.parsed.state.imports.iter().flatten() {
+        for entry in imports.iter() {
             if entry.source_stack == producer
                 && entry.source_region == region
                 && !exports.contains(&entry.export_name)
