@@ -144,7 +144,9 @@ pub struct DeployArgs {
     /// the shared per-service limit on AWS calls in flight bounds them, not a stack count.
     #[arg(long, default_value_t = DEFAULT_STACK_CONCURRENCY, value_parser = clap::value_parser!(u32).range(1..))]
     pub stack_concurrency: u32,
-    /// Template parameter value, as [Stack:]Key=Value (repeatable).
+    /// Template parameter value, as [STACK:]KEY=VALUE (repeatable); `*:KEY=VALUE` or
+    /// `KEY=VALUE` is for every stack, `STACK:` wins for its stack. Values are not remembered
+    /// between deploys (state has no place for them): pass them on every run.
     #[arg(long = "parameters", value_name = "[STACK:]KEY=VALUE")]
     pub parameters: Vec<String>,
     /// Allow replacing stateful resources (tables, buckets, databases) when a change requires it.
@@ -229,7 +231,9 @@ pub enum RequireApproval {
 pub struct DiffArgs {
     #[command(flatten)]
     pub selection: StackSelection,
-    /// Template parameter value, as [Stack:]Key=Value (repeatable).
+    /// Template parameter value, as [STACK:]KEY=VALUE (repeatable); `*:KEY=VALUE` or
+    /// `KEY=VALUE` is for every stack, `STACK:` wins for its stack. Values are not remembered
+    /// between deploys (state has no place for them): pass them on every run.
     #[arg(long = "parameters", value_name = "[STACK:]KEY=VALUE")]
     pub parameters: Vec<String>,
     /// Exit 1 when anything would change (a CI gate).
@@ -329,7 +333,9 @@ pub struct ImportArgs {
     /// Overwrite existing state records for the named resources.
     #[arg(long)]
     pub force: bool,
-    /// Template parameter value, as [Stack:]Key=Value (repeatable).
+    /// Template parameter value, as [STACK:]KEY=VALUE (repeatable); `*:KEY=VALUE` or
+    /// `KEY=VALUE` is for every stack, `STACK:` wins for its stack. Values are not remembered
+    /// between deploys (state has no place for them): pass them on every run.
     #[arg(long = "parameters", value_name = "[STACK:]KEY=VALUE")]
     pub parameters: Vec<String>,
 }

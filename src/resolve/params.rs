@@ -28,10 +28,12 @@ pub struct ParameterOverride {
 
 impl ParameterOverride {
     /// Parses `KEY=VALUE` or `STACK:KEY=VALUE` (the value may hold `=` and
-    /// `:`). `None` when there is no `=` or the key is empty.
+    /// `:`); `*:KEY=VALUE` is for every stack, as `KEY=VALUE`. `None` when
+    /// there is no `=` or the key is empty.
     pub fn parse(text: &str) -> Option<Self> {
         let (left, value) = text.split_once('=')?;
         let (stack, key) = match left.split_once(':') {
+            Some(("*", key)) => (None, key),
             Some((stack, key)) => (Some(stack.to_string()), key),
             None => (None, left),
         };

@@ -333,6 +333,7 @@ fn override_parsing() {
             value: String::new()
         })
     );
+    assert_eq!(p("*:Key=V"), p("Key=V"), "`*:` is every stack");
     assert_eq!(p("NoEquals"), None);
     assert_eq!(p("=v"), None);
     assert_eq!(p(":K=v"), None);

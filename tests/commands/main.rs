@@ -18,6 +18,7 @@ mod corpus;
 mod import;
 mod import_migrate;
 mod orphan;
+mod parameters;
 mod resolve_external;
 mod scrub;
 mod scrub_cross;
