@@ -61,27 +61,12 @@ async fn lock_region(
     stack: &str,
 ) -> Result<Option<String>> {
     let folder = format!("{}{stack}/", backend.keys().list_prefix());
-    let listed = backend
-        .client()
-        .list_objects_v2()
-        .bucket(backend.bucket())
-        .prefix(&folder)
-        .send()
-        .await
-        .map_err(|e| {
-            crate::aws::AwsError::call(
-                "s3",
-                "ListObjectsV2",
-                format!("s3://{}/{folder}", backend.bucket()),
-                &e,
-            )
-        })?;
-    let regions: Vec<String> = listed
-        .contents()
+    let regions: Vec<String> = backend
+        .list_keys(&folder)
+        .await?
         .iter()
-        .filter_map(|o| {
-            o.key()?
-                .strip_prefix(&folder)?
+        .filter_map(|k| {
+            k.strip_prefix(&folder)?
                 .strip_suffix(&format!("/{LOCK_FILE}"))
         })
         .filter(|r| !r.is_empty() && !r.contains('/'))

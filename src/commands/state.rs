@@ -53,25 +53,10 @@ async fn info(session: &Session, args: &StateInfoArgs) -> Result<ExitStatus> {
 
 /// Regions whose asset-storage marker (`cdkd-bootstrap/{region}.json`) exists.
 async fn opted_in_regions(backend: &S3Backend) -> Result<Vec<String>> {
-    let out = backend
-        .client()
-        .list_objects_v2()
-        .bucket(backend.bucket())
-        .prefix("cdkd-bootstrap/")
-        .send()
-        .await
-        .map_err(|e| {
-            crate::aws::AwsError::call(
-                "s3",
-                "ListObjectsV2",
-                format!("s3://{}/cdkd-bootstrap/", backend.bucket()),
-                &e,
-            )
-        })?;
-    Ok(out
-        .contents()
+    Ok(backend
+        .list_keys("cdkd-bootstrap/")
+        .await?
         .iter()
-        .filter_map(|o| o.key())
         .filter_map(|k| k.strip_prefix("cdkd-bootstrap/")?.strip_suffix(".json"))
         .map(str::to_owned)
         .collect())

@@ -317,6 +317,28 @@ impl S3Backend {
         Ok(refs)
     }
 
+    /// Every key under `prefix`, all pages.
+    pub async fn list_keys(&self, prefix: &str) -> Result<Vec<String>, AwsError> {
+        let mut keys = Vec::new();
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page =
+                page.map_err(|e| AwsError::call("s3", "ListObjectsV2", self.describe(prefix), &e))?;
+            keys.extend(
+                page.contents()
+                    .iter()
+                    .filter_map(|o| o.key().map(str::to_owned)),
+            );
+        }
+        Ok(keys)
+    }
+
     /// The regions a stack has region-scoped records in.
     pub async fn regions_of(&self, stack: &str) -> Result<Vec<String>, AwsError> {
         Ok(self
