@@ -54,7 +54,19 @@ pub fn run() -> std::process::ExitCode {
             };
         }
     };
+    if cli.global.cdk.no_color {
+        // Before any thread starts: every colour decision reads NO_COLOR.
+        std::env::set_var(env::NO_COLOR, "1");
+    }
     ui::init_logging(cli.global.verbose);
+    for warning in cli.global.cdk.warnings() {
+        ui::warn(warning);
+    }
+    if let cli::Command::Deploy(args) = &cli.command {
+        for warning in args.cdk.warnings() {
+            ui::warn(warning);
+        }
+    }
     // 8 MiB worker stacks (Tokio's default is 2): a nested stack's deploy, and its rollback,
     // poll the engine's futures several levels deep, and debug builds keep them unboxed.
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -6,6 +6,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod cdk_compat;
+pub use cdk_compat::{CdkDeployCompat, CdkGlobalCompat};
+
 /// Deploy AWS CDK apps without CloudFormation.
 ///
 /// cdkd synthesizes your CDK app (or reads an existing cloud assembly), diffs each stack against
@@ -74,6 +77,9 @@ pub struct GlobalOptions {
     /// Never look up context: a value missing from cdk.context.json, cdk.json and -c is an error.
     #[arg(long, global = true, overrides_with = "lookups")]
     pub no_lookups: bool,
+
+    #[command(flatten)]
+    pub cdk: CdkGlobalCompat,
 }
 
 /// Stack selection shared by the multi-stack commands.
@@ -157,7 +163,7 @@ pub struct DeployArgs {
     pub no_wait: bool,
     /// On failure keep what was created instead of rolling back automatically
     /// (cdk.json "rollback": false says the same).
-    #[arg(long, overrides_with = "rollback")]
+    #[arg(short = 'R', long, overrides_with = "rollback")]
     pub no_rollback: bool,
     /// Roll back automatically on failure [default], over cdk.json "rollback": false.
     #[arg(long, overrides_with = "no_rollback")]
@@ -177,7 +183,7 @@ pub struct DeployArgs {
     pub require_approval: Option<RequireApproval>,
     /// Write the stacks' outputs to this file as JSON ({"Stack": {"Key": "value"}})
     /// [default: cdk.json "outputsFile"].
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'O', long, value_name = "FILE")]
     pub outputs_file: Option<PathBuf>,
     /// When the new resource of a replacement cannot be created beside the old one (its name
     /// is taken), delete the old one first and create again.
@@ -196,6 +202,8 @@ pub struct DeployArgs {
     pub skip_final_snapshot: bool,
     #[command(flatten)]
     pub fallback: CfnFallback,
+    #[command(flatten)]
+    pub cdk: CdkDeployCompat,
 }
 
 /// `--no-cfn-fallback`, one flag for deploy and diff, so a preview resolves cross-stack
@@ -602,5 +610,44 @@ mod tests {
         assert!(matches!(cli.command, Command::List(_)));
         let ls = Cli::try_parse_from(["cdkd", "ls"]).expect("alias parses");
         assert!(matches!(ls.command, Command::List(_)));
+    }
+
+    #[test]
+    fn cdk_flags_parse_with_a_warning_each_and_short_forms_map() {
+        let cli = Cli::try_parse_from([
+            "cdkd",
+            "deploy",
+            "--hotswap",
+            "--hotswap-fallback",
+            "--method",
+            "direct",
+            "--progress",
+            "events",
+            "--ci",
+            "--no-notices",
+            "--asset-parallelism",
+            "--asset-prebuild",
+            "--no-color",
+            "-R",
+            "-O",
+            "out.json",
+        ])
+        .expect("parses");
+        let Command::Deploy(args) = &cli.command else {
+            panic!("deploy");
+        };
+        assert!(args.no_rollback, "-R is --no-rollback");
+        assert_eq!(args.outputs_file, Some(PathBuf::from("out.json")), "-O");
+        assert!(cli.global.cdk.no_color);
+        let warnings: Vec<String> = cli
+            .global
+            .cdk
+            .warnings()
+            .into_iter()
+            .chain(args.cdk.warnings())
+            .collect();
+        assert_eq!(warnings.len(), 8, "{warnings:?}");
+        assert!(warnings.iter().any(|w| w.starts_with("--method direct ")));
+        assert!(warnings.iter().all(|w| w.ends_with("; ignored")));
     }
 }

@@ -601,3 +601,53 @@ fn missing_credentials_are_one_line_with_the_remedy() {
     assert!(err.contains("aws sso login --profile nobody"), "{err}");
     assert!(!err.contains("CredentialsNotLoaded"), "{err}");
 }
+
+/// `cdk deploy`-style invocations work: each CDK flag cdkd has nothing to do for is one
+/// warning line, `-O` writes the outputs file, `-R` parses as --no-rollback.
+#[test]
+fn cdk_style_deploy_flags_work_with_a_warning_each() {
+    let app = support::app::App::new("cdk-flags");
+    let template = serde_json::json!({
+        "Resources": {"Q": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"QueueUrl": {"Value": {"Ref": "Q"}}}
+    });
+    app.write_stacks(&[("CdkFlags", &template, &[])]);
+    let outputs = app.dir.path().join("out.json");
+    let (code, _, stderr) = app.deploy(&[
+        "--hotswap",
+        "--hotswap-fallback",
+        "--method",
+        "direct",
+        "--progress",
+        "events",
+        "--ci",
+        "--no-notices",
+        "--asset-parallelism",
+        "--asset-prebuild",
+        "--no-color",
+        "-R",
+        "-O",
+        outputs.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:") && l.contains("is a CDK CLI flag"))
+        .collect();
+    assert_eq!(warnings.len(), 8, "{stderr}");
+    for flag in [
+        "--hotswap ",
+        "--method direct",
+        "--progress events",
+        "--ci ",
+        "--no-notices",
+    ] {
+        assert!(
+            warnings.iter().any(|w| w.contains(flag)),
+            "{flag}: {stderr}"
+        );
+    }
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&outputs).expect("-O file")).expect("JSON");
+    assert!(written["CdkFlags"]["QueueUrl"].is_string(), "{written}");
+}
