@@ -303,6 +303,9 @@ pub struct ListArgs {
     /// Also show each stack's environment and dependencies.
     #[arg(short = 'l', long)]
     pub long: bool,
+    /// Show each stack's id and dependencies (YAML, or JSON with --json), as upstream cdkd.
+    #[arg(short = 'd', long)]
+    pub show_dependencies: bool,
     /// Print the list as JSON.
     #[arg(long)]
     pub json: bool,

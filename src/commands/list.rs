@@ -57,7 +57,24 @@ pub async fn run(session: &Session, args: &ListArgs) -> Result<ExitStatus> {
             "dependencies": deps,
         })
     };
-    if args.json {
+    if args.show_dependencies && !args.long {
+        // Upstream cdkd's `list -d`: only the id and the dependencies of each stack.
+        let list: Vec<Value> = stacks
+            .iter()
+            .map(|s| {
+                let full = describe(s);
+                json!({"id": full["id"], "dependencies": full["dependencies"]})
+            })
+            .collect();
+        ui::output(if args.json {
+            serde_json::to_string_pretty(&list).unwrap_or_default()
+        } else {
+            serde_norway::to_string(&list)
+                .unwrap_or_default()
+                .trim_end()
+                .to_owned()
+        });
+    } else if args.json {
         let list: Vec<Value> = stacks.iter().map(|s| describe(s)).collect();
         ui::output(serde_json::to_string_pretty(&list).unwrap_or_default());
     } else if args.long {

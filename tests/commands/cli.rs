@@ -651,3 +651,26 @@ fn cdk_style_deploy_flags_work_with_a_warning_each() {
         serde_json::from_str(&std::fs::read_to_string(&outputs).expect("-O file")).expect("JSON");
     assert!(written["CdkFlags"]["QueueUrl"].is_string(), "{written}");
 }
+
+/// Upstream cdkd's `list -d`: each stack's id and dependencies, YAML or JSON.
+#[test]
+fn list_show_dependencies_prints_ids_and_dependencies_only() {
+    let out = run_in(&fixture("cross-stack"), &["ls", "-a", "cdk.out", "-d"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = stdout_of(&out);
+    assert!(text.contains("id: ConsumerStack"), "{text}");
+    assert!(text.contains("- ProducerStack"), "{text}");
+    assert!(
+        !text.contains("name:") && !text.contains("environment"),
+        "{text}"
+    );
+    let out = run_in(
+        &fixture("cross-stack"),
+        &["ls", "-a", "cdk.out", "-d", "--json"],
+    );
+    let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        list[1],
+        serde_json::json!({"id": "ConsumerStack", "dependencies": ["ProducerStack"]})
+    );
+}
