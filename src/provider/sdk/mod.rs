@@ -12,6 +12,7 @@ mod iam;
 mod lambda;
 mod logs;
 mod s3;
+mod scaffold;
 mod secretsmanager;
 mod sns;
 mod sqs;

@@ -19,34 +19,14 @@ use aws_sdk_sqs::Client;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 use serde_json::{Map, Value};
 
-use super::with_properties;
-use crate::aws::{error_code, AwsError};
+use super::{scaffold, with_properties};
+use crate::aws::error_code;
 use crate::provider::{
     Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
 
 const QUEUE: &str = "AWS::SQS::Queue";
 
-/// The top-level CloudFormation properties this provider sends (any other routes the
-/// resource through Cloud Control: `Provider::supported_properties`).
-const QUEUE_PROPERTIES: &[&str] = &[
-    "ContentBasedDeduplication",
-    "DeduplicationScope",
-    "DelaySeconds",
-    "FifoQueue",
-    "FifoThroughputLimit",
-    "KmsDataKeyReusePeriodSeconds",
-    "KmsMasterKeyId",
-    "MaximumMessageSize",
-    "MessageRetentionPeriod",
-    "QueueName",
-    "ReceiveMessageWaitTimeSeconds",
-    "RedriveAllowPolicy",
-    "RedrivePolicy",
-    "SqsManagedSseEnabled",
-    "Tags",
-    "VisibilityTimeout",
-];
 const QUEUE_POLICY: &str = "AWS::SQS::QueuePolicy";
 
 /// The top-level CloudFormation properties this provider sends (any other routes the
@@ -56,51 +36,17 @@ const QUEUE_POLICY_PROPERTIES: &[&str] = &["PolicyDocument", "Queues"];
 /// The SDK provider for SQS queues and queue policies.
 pub struct SqsProvider;
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Int,
-    Bool,
-    Str,
-    Json,
-}
+/// Where SQS's errors come from.
+const SQS: scaffold::Service = scaffold::Service("sqs");
 
 fn client(ctx: &ProviderContext<'_>) -> Client {
-    ctx.clients.cached(Some(ctx.region), Client::new)
-}
-
-fn aws_error<E>(
-    req: &ResourceRequest<'_>,
-    operation: &'static str,
-    target: &str,
-    err: &SdkError<E, HttpResponse>,
-) -> ProviderError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    ProviderError::aws(req, AwsError::call("sqs", operation, target, err))
+    scaffold::regional(ctx, Client::new)
 }
 
 /// Not-found, in both spellings SQS uses (JSON `QueueDoesNotExist`, query-compatible
 /// `AWS.SimpleQueueService.NonExistentQueue`).
 fn is_not_found<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
     super::is_not_found(err) || error_code(err).is_some_and(|c| c.contains("QueueDoesNotExist"))
-}
-
-/// A queue attribute as the CloudFormation property would carry it.
-fn property_value(kind: Kind, raw: &str) -> Value {
-    match kind {
-        Kind::Int => raw
-            .parse::<i64>()
-            .map(Value::from)
-            .unwrap_or_else(|_| Value::String(raw.to_owned())),
-        Kind::Bool => match raw {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            other => Value::String(other.to_owned()),
-        },
-        Kind::Str => Value::String(raw.to_owned()),
-        Kind::Json => serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned())),
-    }
 }
 
 async fn queue_attributes(
@@ -117,7 +63,7 @@ async fn queue_attributes(
     {
         Ok(out) => Ok(Some(out.attributes.unwrap_or_default())),
         Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(aws_error(req, "GetQueueAttributes", url, &e)),
+        Err(e) => Err(SQS.err(req, "GetQueueAttributes", url, &e)),
     }
 }
 
@@ -129,7 +75,7 @@ impl Provider for SqsProvider {
 
     fn supported_properties(&self, resource_type: &str) -> Option<Vec<&'static str>> {
         let list = match resource_type {
-            QUEUE => QUEUE_PROPERTIES,
+            QUEUE => return Some(queue::properties()),
             QUEUE_POLICY => QUEUE_POLICY_PROPERTIES,
             _ => return None,
         };

@@ -1,18 +1,18 @@
 //! `AWS::SQS::Queue`: physical id and `Ref` are the queue URL; `Fn::GetAtt` offers `Arn`,
 //! `QueueName` and `QueueUrl`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use aws_sdk_sqs::Client;
 use serde_json::{Map, Value};
 
-use super::{
-    aws_error, client, is_not_found, property_value, queue_attributes, with_properties, Kind, QUEUE,
-};
+use super::{client, is_not_found, queue_attributes, with_properties, QUEUE, SQS};
 use crate::aws::error_code;
 use crate::provider::props::{changed, changed_properties, Props};
+use crate::provider::sdk::scaffold::attributes::{self, attr, property_value, Attribute, Kind};
+use crate::provider::sdk::scaffold::tags;
 use crate::provider::{
     naming, schema, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
@@ -20,93 +20,46 @@ use crate::provider::{
 /// How long a create waits out SQS's "deleted a queue of this name less than 60 s ago".
 const DELETED_RECENTLY_WAIT: Duration = Duration::from_secs(75);
 
-struct QueueAttribute {
-    name: &'static str,
-    kind: Kind,
-    /// The value that restores the service default when the property is removed.
-    default: &'static str,
-    /// Only FIFO queues accept it.
-    fifo_only: bool,
-}
-
-const fn attr(
-    name: &'static str,
-    kind: Kind,
-    default: &'static str,
-    fifo_only: bool,
-) -> QueueAttribute {
-    QueueAttribute {
-        name,
-        kind,
-        default,
-        fifo_only,
-    }
-}
-
-const QUEUE_ATTRIBUTES: &[QueueAttribute] = &[
-    attr("ContentBasedDeduplication", Kind::Bool, "false", true),
-    attr("DeduplicationScope", Kind::Str, "queue", true),
-    attr("DelaySeconds", Kind::Int, "0", false),
-    attr("FifoThroughputLimit", Kind::Str, "perQueue", true),
-    attr("KmsDataKeyReusePeriodSeconds", Kind::Int, "300", false),
-    attr("KmsMasterKeyId", Kind::Str, "", false),
-    attr("MaximumMessageSize", Kind::Int, "1048576", false),
-    attr("MessageRetentionPeriod", Kind::Int, "345600", false),
-    attr("ReceiveMessageWaitTimeSeconds", Kind::Int, "0", false),
+/// Queue attributes set by the CloudFormation property of the same name.
+const QUEUE_ATTRIBUTES: &[Attribute] = &[
+    attr("ContentBasedDeduplication", Kind::Bool, "false"),
+    attr("DeduplicationScope", Kind::Str, "queue"),
+    attr("DelaySeconds", Kind::Int, "0"),
+    attr("FifoThroughputLimit", Kind::Str, "perQueue"),
+    attr("KmsDataKeyReusePeriodSeconds", Kind::Int, "300"),
+    attr("KmsMasterKeyId", Kind::Str, ""),
+    attr("MaximumMessageSize", Kind::Int, "1048576"),
+    attr("MessageRetentionPeriod", Kind::Int, "345600"),
+    attr("ReceiveMessageWaitTimeSeconds", Kind::Int, "0"),
     attr(
         "RedriveAllowPolicy",
         Kind::Json,
         r#"{"redrivePermission":"allowAll"}"#,
-        false,
     ),
-    attr("RedrivePolicy", Kind::Json, "", false),
-    attr("SqsManagedSseEnabled", Kind::Bool, "true", false),
-    attr("VisibilityTimeout", Kind::Int, "30", false),
+    attr("RedrivePolicy", Kind::Json, ""),
+    attr("SqsManagedSseEnabled", Kind::Bool, "true"),
+    attr("VisibilityTimeout", Kind::Int, "30"),
 ];
 
-/// The attribute value a property asks for, in the string form SQS takes.
-fn attribute_value(props: &Props<'_>, a: &QueueAttribute) -> Result<Option<String>, ProviderError> {
-    Ok(match a.kind {
-        Kind::Int => props.i64(a.name)?.map(|n| n.to_string()),
-        Kind::Bool => props.bool(a.name)?.map(|b| b.to_string()),
-        Kind::Str => props.str(a.name)?,
-        Kind::Json => props.json_document(a.name)?,
-    })
+/// The attributes only FIFO queues accept.
+const FIFO_ONLY: &[&str] = &[
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
+];
+
+fn fifo_only(a: &Attribute) -> bool {
+    FIFO_ONLY.contains(&a.name)
+}
+
+/// Every property a queue's provider sends: the attribute table, the name, FIFO and tags.
+pub(super) fn properties() -> Vec<&'static str> {
+    attributes::names(&[QUEUE_ATTRIBUTES], &["FifoQueue", "QueueName", "Tags"])
 }
 
 /// The queue name at the end of a queue URL.
 fn queue_name_from_url(url: &str) -> &str {
     url.trim_end_matches('/').rsplit('/').next().unwrap_or(url)
-}
-
-fn tag_map(tags: Vec<(String, String)>) -> HashMap<String, String> {
-    tags.into_iter().collect()
-}
-
-/// Tags to set and tag keys to remove to go from `previous` to `desired`.
-fn tag_changes(
-    previous: &[(String, String)],
-    desired: &[(String, String)],
-) -> (HashMap<String, String>, Vec<String>) {
-    let old: BTreeMap<&str, &str> = previous
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let new: BTreeMap<&str, &str> = desired
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let set = new
-        .iter()
-        .filter(|(k, v)| old.get(*k) != Some(*v))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let remove = old
-        .keys()
-        .filter(|k| !new.contains_key(*k))
-        .map(|k| k.to_string())
-        .collect();
-    (set, remove)
 }
 
 fn is_fifo(props: &Props<'_>) -> Result<bool, ProviderError> {
@@ -164,11 +117,11 @@ pub(super) async fn create_queue(
         attributes.insert(QueueAttributeName::FifoQueue, "true".to_owned());
     }
     for a in QUEUE_ATTRIBUTES {
-        if let Some(v) = attribute_value(&props, a)? {
+        if let Some(v) = a.request_value(&props)? {
             attributes.insert(QueueAttributeName::from(a.name), v);
         }
     }
-    let tags = tag_map(props.tags()?);
+    let tags: HashMap<String, String> = props.tags()?.into_iter().collect();
     let client = client(ctx);
 
     let started = Instant::now();
@@ -204,7 +157,7 @@ pub(super) async fn create_queue(
                     delay = (delay * 2).min(Duration::from_secs(10));
                     continue;
                 }
-                return Err(aws_error(req, "CreateQueue", &name, &e));
+                return Err(SQS.err(req, "CreateQueue", &name, &e));
             }
         }
     };
@@ -241,9 +194,9 @@ pub(super) async fn update_queue(
         if !changed(previous, req.properties, a.name) {
             continue;
         }
-        let value = match attribute_value(&props, a)? {
+        let value = match a.request_value(&props)? {
             Some(v) => v,
-            None if a.fifo_only && !fifo => continue,
+            None if fifo_only(a) && !fifo => continue,
             // Encryption with SQS-owned keys is the default only when no KMS key is asked for.
             None if a.name == "SqsManagedSseEnabled" && props.get("KmsMasterKeyId").is_some() => {
                 continue
@@ -260,11 +213,11 @@ pub(super) async fn update_queue(
             .set_attributes(Some(attributes))
             .send()
             .await
-            .map_err(|e| aws_error(req, "SetQueueAttributes", url, &e))?;
+            .map_err(|e| SQS.err(req, "SetQueueAttributes", url, &e))?;
     }
 
     if changed(previous, req.properties, "Tags") {
-        let (set, remove) = tag_changes(&prev.tags()?, &props.tags()?);
+        let tags::TagChanges { set, remove } = tags::list_changes(&prev.tags()?, &props.tags()?);
         if !remove.is_empty() {
             client
                 .untag_queue()
@@ -272,16 +225,16 @@ pub(super) async fn update_queue(
                 .set_tag_keys(Some(remove))
                 .send()
                 .await
-                .map_err(|e| aws_error(req, "UntagQueue", url, &e))?;
+                .map_err(|e| SQS.err(req, "UntagQueue", url, &e))?;
         }
         if !set.is_empty() {
             client
                 .tag_queue()
                 .queue_url(url)
-                .set_tags(Some(set))
+                .set_tags(Some(set.into_iter().collect()))
                 .send()
                 .await
-                .map_err(|e| aws_error(req, "TagQueue", url, &e))?;
+                .map_err(|e| SQS.err(req, "TagQueue", url, &e))?;
         }
     }
     Ok(UpdateOutcome::Updated(
@@ -297,7 +250,7 @@ pub(super) async fn delete_queue(
     match client(ctx).delete_queue().queue_url(url).send().await {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(aws_error(req, "DeleteQueue", url, &e)),
+        Err(e) => Err(SQS.err(req, "DeleteQueue", url, &e)),
     }
 }
 
@@ -322,7 +275,7 @@ pub(super) async fn read_queue(
         props.insert("FifoQueue".into(), Value::Bool(true));
     }
     for a in QUEUE_ATTRIBUTES {
-        if a.fifo_only && !fifo {
+        if fifo_only(a) && !fifo {
             continue;
         }
         if let Some(raw) = attrs
@@ -335,15 +288,10 @@ pub(super) async fn read_queue(
     let tags = match client.list_queue_tags().queue_url(url).send().await {
         Ok(out) => out.tags.unwrap_or_default(),
         Err(e) if is_not_found(&e) => return Ok(None),
-        Err(e) => return Err(aws_error(req, "ListQueueTags", url, &e)),
+        Err(e) => return Err(SQS.err(req, "ListQueueTags", url, &e)),
     };
-    if !tags.is_empty() {
-        let sorted: BTreeMap<String, String> = tags.into_iter().collect();
-        let list = sorted
-            .into_iter()
-            .map(|(k, v)| serde_json::json!({"Key": k, "Value": v}))
-            .collect();
-        props.insert("Tags".into(), Value::Array(list));
+    if let Some(list) = tags::value(&tags) {
+        props.insert("Tags".into(), list);
     }
     Ok(Some(props))
 }
@@ -363,7 +311,7 @@ pub(super) async fn import_queue(
             .queue_name(id)
             .send()
             .await
-            .map_err(|e| aws_error(req, "GetQueueUrl", id, &e))?
+            .map_err(|e| SQS.err(req, "GetQueueUrl", id, &e))?
             .queue_url
             .ok_or_else(|| {
                 ProviderError::failed(req, format!("SQS GetQueueUrl returned no URL for {id}"))
@@ -385,32 +333,6 @@ mod tests {
         assert_eq!(
             queue_name_from_url("http://127.0.0.1:5000/123456789012/q.fifo/"),
             "q.fifo"
-        );
-    }
-
-    #[test]
-    fn tag_changes_set_new_and_changed_and_remove_dropped() {
-        let t = |pairs: &[(&str, &str)]| {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<Vec<_>>()
-        };
-        let (set, remove) =
-            tag_changes(&t(&[("a", "1"), ("b", "2")]), &t(&[("b", "3"), ("c", "4")]));
-        assert_eq!(set.len(), 2);
-        assert_eq!(set.get("b").map(String::as_str), Some("3"));
-        assert_eq!(set.get("c").map(String::as_str), Some("4"));
-        assert_eq!(remove, ["a"]);
-    }
-
-    #[test]
-    fn attribute_values_read_back_as_properties() {
-        assert_eq!(property_value(Kind::Int, "30"), Value::from(30));
-        assert_eq!(property_value(Kind::Bool, "true"), Value::Bool(true));
-        assert_eq!(
-            property_value(Kind::Json, r#"{"maxReceiveCount":3}"#),
-            serde_json::json!({"maxReceiveCount": 3})
         );
     }
 }

@@ -6,10 +6,9 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use aws_sdk_sqs::Client;
 use serde_json::{Map, Value};
 
-use super::{
-    aws_error, client, is_not_found, property_value, queue_attributes, with_properties, Kind,
-};
+use super::{client, is_not_found, queue_attributes, with_properties, SQS};
 use crate::provider::props::Props;
+use crate::provider::sdk::scaffold::attributes::{property_value, Kind};
 use crate::provider::{
     naming, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
@@ -38,7 +37,7 @@ async fn set_policy(
         .send()
         .await
         .map(|_| ())
-        .map_err(|e| aws_error(req, "SetQueueAttributes", url, &e))
+        .map_err(|e| SQS.err(req, "SetQueueAttributes", url, &e))
 }
 
 /// Removes the policy from a queue; a queue that is gone has none.
@@ -56,7 +55,7 @@ async fn clear_policy(
     {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(aws_error(req, "SetQueueAttributes", url, &e)),
+        Err(e) => Err(SQS.err(req, "SetQueueAttributes", url, &e)),
     }
 }
 
