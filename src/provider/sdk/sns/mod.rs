@@ -10,54 +10,18 @@ mod topic;
 mod topic_policy;
 
 use async_trait::async_trait;
-use aws_sdk_sns::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sns::Client;
-use aws_smithy_runtime_api::http::Response as HttpResponse;
 use serde_json::{Map, Value};
 
-use super::{is_not_found, with_properties};
-use crate::aws::AwsError;
-use crate::provider::props::Props;
+use super::{is_not_found, scaffold, with_properties};
 use crate::provider::{
     Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
 
 const TOPIC: &str = "AWS::SNS::Topic";
 
-/// The top-level CloudFormation properties this provider sends (any other routes the
-/// resource through Cloud Control: `Provider::supported_properties`).
-const TOPIC_PROPERTIES: &[&str] = &[
-    "ArchivePolicy",
-    "ContentBasedDeduplication",
-    "DataProtectionPolicy",
-    "DeliveryStatusLogging",
-    "DisplayName",
-    "FifoThroughputScope",
-    "FifoTopic",
-    "KmsMasterKeyId",
-    "SignatureVersion",
-    "Subscription",
-    "Tags",
-    "TopicName",
-    "TracingConfig",
-];
 const SUBSCRIPTION: &str = "AWS::SNS::Subscription";
 
-/// The top-level CloudFormation properties this provider sends (any other routes the
-/// resource through Cloud Control: `Provider::supported_properties`).
-const SUBSCRIPTION_PROPERTIES: &[&str] = &[
-    "DeliveryPolicy",
-    "Endpoint",
-    "FilterPolicy",
-    "FilterPolicyScope",
-    "Protocol",
-    "RawMessageDelivery",
-    "RedrivePolicy",
-    "Region",
-    "ReplayPolicy",
-    "SubscriptionRoleArn",
-    "TopicArn",
-];
 const TOPIC_POLICY: &str = "AWS::SNS::TopicPolicy";
 
 /// The top-level CloudFormation properties this provider sends (any other routes the
@@ -88,62 +52,8 @@ fn client_for_arn(ctx: &ProviderContext<'_>, arn: &str) -> Client {
     client(ctx, arn_region(arn))
 }
 
-fn aws_error<E>(
-    req: &ResourceRequest<'_>,
-    operation: &'static str,
-    target: &str,
-    err: &SdkError<E, HttpResponse>,
-) -> ProviderError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    ProviderError::aws(req, AwsError::call("sns", operation, target, err))
-}
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Bool,
-    Str,
-    Json,
-}
-
-/// An SNS attribute that a CloudFormation property of the same name sets.
-struct Attribute {
-    name: &'static str,
-    kind: Kind,
-    /// The value that restores the service default when the property is removed.
-    default: &'static str,
-}
-
-const fn attr(name: &'static str, kind: Kind, default: &'static str) -> Attribute {
-    Attribute {
-        name,
-        kind,
-        default,
-    }
-}
-
-/// The attribute value a property asks for, in the string form SNS takes.
-fn attribute_value(props: &Props<'_>, a: &Attribute) -> Result<Option<String>, ProviderError> {
-    Ok(match a.kind {
-        Kind::Bool => props.bool(a.name)?.map(|b| b.to_string()),
-        Kind::Str => props.str(a.name)?,
-        Kind::Json => props.json_document(a.name)?,
-    })
-}
-
-/// An SNS attribute as the CloudFormation property would carry it.
-fn property_value(kind: Kind, raw: &str) -> Value {
-    match kind {
-        Kind::Bool => match raw {
-            "true" | "True" => Value::Bool(true),
-            "false" | "False" => Value::Bool(false),
-            other => Value::String(other.to_owned()),
-        },
-        Kind::Str => Value::String(raw.to_owned()),
-        Kind::Json => serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned())),
-    }
-}
+/// Where SNS's errors come from.
+const SNS: scaffold::Service = scaffold::Service("sns");
 
 #[async_trait]
 impl Provider for SnsProvider {
@@ -153,8 +63,8 @@ impl Provider for SnsProvider {
 
     fn supported_properties(&self, resource_type: &str) -> Option<Vec<&'static str>> {
         let list = match resource_type {
-            TOPIC => TOPIC_PROPERTIES,
-            SUBSCRIPTION => SUBSCRIPTION_PROPERTIES,
+            TOPIC => return Some(topic::properties()),
+            SUBSCRIPTION => return Some(subscription::properties()),
             TOPIC_POLICY => TOPIC_POLICY_PROPERTIES,
             _ => return None,
         };
@@ -237,15 +147,5 @@ mod tests {
         assert_eq!(arn_region(arn), Some("eu-west-1"));
         assert_eq!(arn_account(arn), Some("123456789012"));
         assert_eq!(arn_region("pending confirmation"), None);
-    }
-
-    #[test]
-    fn attribute_values_read_back_as_properties() {
-        assert_eq!(property_value(Kind::Bool, "true"), Value::Bool(true));
-        assert_eq!(
-            property_value(Kind::Json, r#"{"a":["b"]}"#),
-            serde_json::json!({"a": ["b"]})
-        );
-        assert_eq!(property_value(Kind::Str, "x"), Value::String("x".into()));
     }
 }

@@ -8,11 +8,9 @@ use std::collections::HashMap;
 use aws_sdk_sns::Client;
 use serde_json::{Map, Value};
 
-use super::{
-    arn_region, attr, attribute_value, aws_error, client, client_for_arn, is_not_found,
-    property_value, with_properties, Attribute, Kind, SUBSCRIPTION,
-};
+use super::{arn_region, client, client_for_arn, is_not_found, with_properties, SNS, SUBSCRIPTION};
 use crate::provider::props::{changed, changed_properties, Props};
+use crate::provider::sdk::scaffold::attributes::{self, attr, property_value, Attribute, Kind};
 use crate::provider::{
     schema, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
@@ -29,6 +27,14 @@ const SUBSCRIPTION_ATTRIBUTES: &[Attribute] = &[
     attr("ReplayPolicy", Kind::Json, ""),
     attr("SubscriptionRoleArn", Kind::Str, ""),
 ];
+
+/// Every property the subscription provider sends: the attribute table and its identity.
+pub(super) fn properties() -> Vec<&'static str> {
+    attributes::names(
+        &[SUBSCRIPTION_ATTRIBUTES],
+        &["Endpoint", "Protocol", "Region", "TopicArn"],
+    )
+}
 
 /// The region the subscription lives in: `Region`, else the topic's.
 fn region(ctx: &ProviderContext<'_>, props: &Props<'_>) -> Result<String, ProviderError> {
@@ -61,7 +67,7 @@ pub(super) async fn create(
     let protocol = props.required_str("Protocol")?;
     let mut attributes: HashMap<String, String> = HashMap::new();
     for a in SUBSCRIPTION_ATTRIBUTES {
-        if let Some(v) = attribute_value(&props, a)? {
+        if let Some(v) = a.request_value(&props)? {
             attributes.insert(a.name.into(), v);
         }
     }
@@ -75,7 +81,7 @@ pub(super) async fn create(
         .return_subscription_arn(true)
         .send()
         .await
-        .map_err(|e| aws_error(req, "Subscribe", &topic, &e))?;
+        .map_err(|e| SNS.err(req, "Subscribe", &topic, &e))?;
     let arn = out
         .subscription_arn
         .filter(|a| a.starts_with("arn:"))
@@ -114,7 +120,9 @@ pub(super) async fn update(
         if !changed(previous, req.properties, a.name) {
             continue;
         }
-        let value = attribute_value(&props, a)?.unwrap_or_else(|| a.default.to_owned());
+        let value = a
+            .request_value(&props)?
+            .unwrap_or_else(|| a.default.to_owned());
         client
             .set_subscription_attributes()
             .subscription_arn(arn)
@@ -122,7 +130,7 @@ pub(super) async fn update(
             .attribute_value(value)
             .send()
             .await
-            .map_err(|e| aws_error(req, "SetSubscriptionAttributes", arn, &e))?;
+            .map_err(|e| SNS.err(req, "SetSubscriptionAttributes", arn, &e))?;
     }
     Ok(UpdateOutcome::Updated(provisioned(arn)))
 }
@@ -144,7 +152,7 @@ pub(super) async fn delete(
     {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(aws_error(req, "Unsubscribe", arn, &e)),
+        Err(e) => Err(SNS.err(req, "Unsubscribe", arn, &e)),
     }
 }
 
@@ -161,7 +169,7 @@ async fn attributes(
     {
         Ok(out) => Ok(Some(out.attributes.unwrap_or_default())),
         Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(aws_error(req, "GetSubscriptionAttributes", arn, &e)),
+        Err(e) => Err(SNS.err(req, "GetSubscriptionAttributes", arn, &e)),
     }
 }
 

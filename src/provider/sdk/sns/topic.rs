@@ -9,11 +9,10 @@ use aws_sdk_sns::types::Tag;
 use aws_sdk_sns::Client;
 use serde_json::{json, Map, Value};
 
-use super::{
-    attr, attribute_value, aws_error, client, client_for_arn, is_not_found, property_value,
-    with_properties, Attribute, Kind, TOPIC,
-};
+use super::{client, client_for_arn, is_not_found, with_properties, SNS, TOPIC};
 use crate::provider::props::{changed, changed_properties, Props};
+use crate::provider::sdk::scaffold::attributes::{self, attr, property_value, Attribute, Kind};
+use crate::provider::sdk::scaffold::tags;
 use crate::provider::{
     naming, schema, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
@@ -32,6 +31,21 @@ const FIFO_ATTRIBUTES: &[Attribute] = &[
     attr("ArchivePolicy", Kind::Json, "{}"),
     attr("FifoThroughputScope", Kind::Str, "Topic"),
 ];
+
+/// Every property the topic provider sends: the attribute tables and what it handles itself.
+pub(super) fn properties() -> Vec<&'static str> {
+    attributes::names(
+        &[TOPIC_ATTRIBUTES, FIFO_ATTRIBUTES],
+        &[
+            "DataProtectionPolicy",
+            "DeliveryStatusLogging",
+            "FifoTopic",
+            "Subscription",
+            "Tags",
+            "TopicName",
+        ],
+    )
+}
 
 /// The topic name at the end of a topic ARN.
 fn topic_name(arn: &str) -> &str {
@@ -139,7 +153,7 @@ async fn subscribe(
         .send()
         .await
         .map(|_| ())
-        .map_err(|e| aws_error(req, "Subscribe", arn, &e))
+        .map_err(|e| SNS.err(req, "Subscribe", arn, &e))
 }
 
 /// The topic's subscriptions: (protocol, endpoint, subscription ARN).
@@ -157,7 +171,7 @@ async fn list_subscriptions(
             .set_next_token(token.clone())
             .send()
             .await
-            .map_err(|e| aws_error(req, "ListSubscriptionsByTopic", arn, &e))?;
+            .map_err(|e| SNS.err(req, "ListSubscriptionsByTopic", arn, &e))?;
         for s in page.subscriptions() {
             out.push((
                 s.protocol().unwrap_or_default().to_owned(),
@@ -189,7 +203,7 @@ async fn set_attribute(
         .send()
         .await
         .map(|_| ())
-        .map_err(|e| aws_error(req, "SetTopicAttributes", arn, &e))
+        .map_err(|e| SNS.err(req, "SetTopicAttributes", arn, &e))
 }
 
 pub(super) async fn create(
@@ -215,7 +229,7 @@ pub(super) async fn create(
     }
     let extra = if fifo { FIFO_ATTRIBUTES } else { &[] };
     for a in TOPIC_ATTRIBUTES.iter().chain(extra) {
-        if let Some(v) = attribute_value(&props, a)? {
+        if let Some(v) = a.request_value(&props)? {
             attributes.insert(a.name.into(), v);
         }
     }
@@ -231,7 +245,7 @@ pub(super) async fn create(
         .set_data_protection_policy(props.json_document("DataProtectionPolicy")?)
         .send()
         .await
-        .map_err(|e| aws_error(req, "CreateTopic", &name, &e))?;
+        .map_err(|e| SNS.err(req, "CreateTopic", &name, &e))?;
     let arn = out.topic_arn.ok_or_else(|| {
         ProviderError::failed(req, format!("SNS CreateTopic returned no ARN for {name}"))
     })?;
@@ -272,7 +286,9 @@ pub(super) async fn update(
     };
     for a in TOPIC_ATTRIBUTES.iter().chain(extra) {
         if changed(previous, req.properties, a.name) {
-            let value = attribute_value(&props, a)?.unwrap_or_else(|| a.default.to_owned());
+            let value = a
+                .request_value(&props)?
+                .unwrap_or_else(|| a.default.to_owned());
             set_attribute(&client, req, arn, a.name, &value).await?;
         }
     }
@@ -296,7 +312,7 @@ pub(super) async fn update(
             .data_protection_policy(policy)
             .send()
             .await
-            .map_err(|e| aws_error(req, "PutDataProtectionPolicy", arn, &e))?;
+            .map_err(|e| SNS.err(req, "PutDataProtectionPolicy", arn, &e))?;
     }
     if changed(previous, req.properties, "Subscription") {
         let old = inline_subscriptions(&prev)?;
@@ -312,7 +328,7 @@ pub(super) async fn update(
                     match client.unsubscribe().subscription_arn(&sub_arn).send().await {
                         Ok(_) => {}
                         Err(e) if is_not_found(&e) => {}
-                        Err(e) => return Err(aws_error(req, "Unsubscribe", &sub_arn, &e)),
+                        Err(e) => return Err(SNS.err(req, "Unsubscribe", &sub_arn, &e)),
                     }
                 }
             }
@@ -322,18 +338,7 @@ pub(super) async fn update(
         }
     }
     if changed(previous, req.properties, "Tags") {
-        let old: BTreeMap<String, String> = prev.tags()?.into_iter().collect();
-        let new: BTreeMap<String, String> = props.tags()?.into_iter().collect();
-        let remove: Vec<String> = old
-            .keys()
-            .filter(|k| !new.contains_key(*k))
-            .cloned()
-            .collect();
-        let set: Vec<(String, String)> = new
-            .iter()
-            .filter(|(k, v)| old.get(*k) != Some(*v))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let tags::TagChanges { set, remove } = tags::list_changes(&prev.tags()?, &props.tags()?);
         if !remove.is_empty() {
             client
                 .untag_resource()
@@ -341,16 +346,16 @@ pub(super) async fn update(
                 .set_tag_keys(Some(remove))
                 .send()
                 .await
-                .map_err(|e| aws_error(req, "UntagResource", arn, &e))?;
+                .map_err(|e| SNS.err(req, "UntagResource", arn, &e))?;
         }
         if !set.is_empty() {
             client
                 .tag_resource()
                 .resource_arn(arn)
-                .set_tags(Some(sns_tags(set)))
+                .set_tags(Some(sns_tags(set.into_iter().collect())))
                 .send()
                 .await
-                .map_err(|e| aws_error(req, "TagResource", arn, &e))?;
+                .map_err(|e| SNS.err(req, "TagResource", arn, &e))?;
         }
     }
     Ok(UpdateOutcome::Updated(provisioned(arn)))
@@ -369,7 +374,7 @@ pub(super) async fn delete(
     {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(aws_error(req, "DeleteTopic", arn, &e)),
+        Err(e) => Err(SNS.err(req, "DeleteTopic", arn, &e)),
     }
 }
 
@@ -381,7 +386,7 @@ async fn attributes(
     match client.get_topic_attributes().topic_arn(arn).send().await {
         Ok(out) => Ok(Some(out.attributes.unwrap_or_default())),
         Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(aws_error(req, "GetTopicAttributes", arn, &e)),
+        Err(e) => Err(SNS.err(req, "GetTopicAttributes", arn, &e)),
     }
 }
 
@@ -459,17 +464,14 @@ pub(super) async fn read(
         .resource_arn(arn)
         .send()
         .await
-        .map_err(|e| aws_error(req, "ListTagsForResource", arn, &e))?;
-    let tags: BTreeMap<&str, &str> = tags.tags().iter().map(|t| (t.key(), t.value())).collect();
-    if !tags.is_empty() {
-        props.insert(
-            "Tags".into(),
-            Value::Array(
-                tags.into_iter()
-                    .map(|(k, v)| json!({"Key": k, "Value": v}))
-                    .collect(),
-            ),
-        );
+        .map_err(|e| SNS.err(req, "ListTagsForResource", arn, &e))?;
+    let tags: Vec<(String, String)> = tags
+        .tags()
+        .iter()
+        .map(|t| (t.key().to_owned(), t.value().to_owned()))
+        .collect();
+    if let Some(list) = tags::value(tags.iter().map(|(k, v)| (k, v))) {
+        props.insert("Tags".into(), list);
     }
     Ok(Some(props))
 }

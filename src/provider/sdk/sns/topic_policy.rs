@@ -6,10 +6,9 @@
 use aws_sdk_sns::Client;
 use serde_json::{json, Map, Value};
 
-use super::{
-    arn_account, aws_error, client_for_arn, is_not_found, property_value, with_properties, Kind,
-};
+use super::{arn_account, client_for_arn, is_not_found, with_properties, SNS};
 use crate::provider::props::Props;
+use crate::provider::sdk::scaffold::attributes::{property_value, Kind};
 use crate::provider::{
     naming, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
@@ -72,7 +71,7 @@ async fn set_policy(
         .send()
         .await
         .map(|_| ())
-        .map_err(|e| aws_error(req, "SetTopicAttributes", topic, &e))
+        .map_err(|e| SNS.err(req, "SetTopicAttributes", topic, &e))
 }
 
 /// Puts the default policy back; a topic that is gone needs nothing.
@@ -91,7 +90,7 @@ async fn reset_policy(
     match result {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(aws_error(req, "SetTopicAttributes", topic, &e)),
+        Err(e) => Err(SNS.err(req, "SetTopicAttributes", topic, &e)),
     }
 }
 
@@ -163,7 +162,7 @@ pub(super) async fn read(
         {
             Ok(out) => out.attributes.unwrap_or_default(),
             Err(e) if is_not_found(&e) => continue,
-            Err(e) => return Err(aws_error(req, "GetTopicAttributes", &topic, &e)),
+            Err(e) => return Err(SNS.err(req, "GetTopicAttributes", &topic, &e)),
         };
         if document.is_none() {
             document = attrs.get("Policy").map(|p| property_value(Kind::Json, p));
