@@ -21,7 +21,8 @@ use aws_smithy_runtime_api::http::Response as HttpResponse;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use serde_json::{json, Map, Value};
 
-use crate::aws::{classify, AwsError, ErrorKind};
+use super::scaffold::{self, tags};
+use crate::aws::{classify, ErrorKind};
 use crate::provider::props::{changed, changed_properties, Props};
 use crate::provider::{
     naming, schema, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest,
@@ -43,7 +44,6 @@ const PARAMETER_PROPERTIES: &[&str] = &[
     "Type",
     "Value",
 ];
-const SERVICE: &str = "ssm";
 /// The prefix CloudFormation gives the parameters it names.
 const GENERATED_PREFIX: &str = "CFN";
 /// Properties PutParameter (Overwrite) rewrites.
@@ -63,20 +63,11 @@ pub struct ParameterProvider;
 
 type Sdk<E> = SdkError<E, HttpResponse>;
 
-fn client(ctx: &ProviderContext<'_>) -> Client {
-    ctx.clients.cached(Some(ctx.region), Client::new)
-}
+/// Where ssm's errors come from.
+const SSM: scaffold::Service = scaffold::Service("ssm");
 
-fn aws_err<E>(
-    req: &ResourceRequest<'_>,
-    operation: &'static str,
-    target: &str,
-    err: &Sdk<E>,
-) -> ProviderError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    ProviderError::aws(req, AwsError::call(SERVICE, operation, target, err))
+fn client(ctx: &ProviderContext<'_>) -> Client {
+    scaffold::regional(ctx, Client::new)
 }
 
 /// Runs `call` again, with backoff, while Parameter Store throttles it.
@@ -213,7 +204,7 @@ async fn put(
         .set_tags((!tags.is_empty()).then_some(tags));
     retry_throttled(|| call.clone().send())
         .await
-        .map_err(|e| aws_err(req, "PutParameter", name, &e))?;
+        .map_err(|e| SSM.err(req, "PutParameter", name, &e))?;
     Ok(())
 }
 
@@ -228,7 +219,7 @@ async fn list_tags(
         .resource_id(name);
     let out = retry_throttled(|| call.clone().send())
         .await
-        .map_err(|e| aws_err(req, "ListTagsForResource", name, &e))?;
+        .map_err(|e| SSM.err(req, "ListTagsForResource", name, &e))?;
     Ok(out
         .tag_list()
         .iter()
@@ -244,11 +235,10 @@ async fn update_tags(
     old: &BTreeMap<String, String>,
     new: &BTreeMap<String, String>,
 ) -> Result<(), ProviderError> {
-    let removed: Vec<String> = old
-        .keys()
-        .filter(|k| !new.contains_key(*k))
-        .cloned()
-        .collect();
+    let tags::TagChanges {
+        set,
+        remove: removed,
+    } = tags::changes(old, new);
     if !removed.is_empty() {
         let call = client
             .remove_tags_from_resource()
@@ -257,13 +247,8 @@ async fn update_tags(
             .set_tag_keys(Some(removed));
         retry_throttled(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "RemoveTagsFromResource", name, &e))?;
+            .map_err(|e| SSM.err(req, "RemoveTagsFromResource", name, &e))?;
     }
-    let set: BTreeMap<String, String> = new
-        .iter()
-        .filter(|(k, v)| old.get(*k) != Some(*v))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
     if !set.is_empty() {
         let call = client
             .add_tags_to_resource()
@@ -272,7 +257,7 @@ async fn update_tags(
             .set_tags(Some(sdk_tags(req, &set)?));
         retry_throttled(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "AddTagsToResource", name, &e))?;
+            .map_err(|e| SSM.err(req, "AddTagsToResource", name, &e))?;
     }
     Ok(())
 }
@@ -295,7 +280,7 @@ async fn get(
             )
         })),
         Err(e) if classify(&e) == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(aws_err(req, "GetParameter", name, &e)),
+        Err(e) => Err(SSM.err(req, "GetParameter", name, &e)),
     }
 }
 
@@ -376,7 +361,7 @@ impl Provider for ParameterProvider {
         match retry_throttled(|| call.clone().send()).await {
             Ok(_) => Ok(()),
             Err(e) if classify(&e) == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(aws_err(req, "DeleteParameter", physical_id, &e)),
+            Err(e) => Err(SSM.err(req, "DeleteParameter", physical_id, &e)),
         }
     }
 
@@ -406,7 +391,7 @@ impl Provider for ParameterProvider {
         let call = client.describe_parameters().parameter_filters(filter);
         let described = retry_throttled(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "DescribeParameters", physical_id, &e))?;
+            .map_err(|e| SSM.err(req, "DescribeParameters", physical_id, &e))?;
         if let Some(meta) = described
             .parameters()
             .iter()
