@@ -14,16 +14,14 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use aws_sdk_secretsmanager::error::SdkError;
 use aws_sdk_secretsmanager::operation::describe_secret::DescribeSecretOutput;
 use aws_sdk_secretsmanager::types::{ReplicaRegionType, Tag};
 use aws_sdk_secretsmanager::Client;
-use aws_smithy_runtime_api::http::Response as HttpResponse;
-use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use serde_json::{json, Map, Value};
 
-use crate::aws::{classify, AwsError, ErrorKind};
+use crate::aws::{classify, ErrorKind};
 use crate::provider::props::{changed, changed_properties, Props};
+use crate::provider::sdk::scaffold::Service;
 use crate::provider::{
     naming, schema, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest,
     UpdateOutcome,
@@ -48,23 +46,12 @@ const DEFAULT_KMS_KEY: &str = "alias/aws/secretsmanager";
 
 pub struct SecretProvider;
 
-type Sdk<E> = SdkError<E, HttpResponse>;
-
 fn client(ctx: &ProviderContext<'_>) -> Client {
     ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
-fn aws_err<E>(
-    req: &ResourceRequest<'_>,
-    operation: &'static str,
-    target: &str,
-    err: &Sdk<E>,
-) -> ProviderError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    ProviderError::aws(req, AwsError::call(SERVICE, operation, target, err))
-}
+/// Every failed call's typed error (`scaffold::Service`).
+pub(super) const API: Service = Service(SERVICE);
 
 /// `{logicalId}-{RANDOM}` within Secrets Manager's name rules.
 fn generated_name(logical_id: &str) -> String {
@@ -199,7 +186,7 @@ async fn generate_value(
         .set_require_each_included_type(f.bool("RequireEachIncludedType")?)
         .send()
         .await
-        .map_err(|e| aws_err(req, "GetRandomPassword", req.logical_id, &e))?;
+        .map_err(|e| API.err(req, "GetRandomPassword", req.logical_id, &e))?;
     let password = out
         .random_password
         .ok_or_else(|| ProviderError::failed(req, "GetRandomPassword returned no password"))?;
@@ -277,7 +264,7 @@ async fn describe(
         Ok(out) if out.deleted_date().is_some() => Ok(None),
         Ok(out) => Ok(Some(out)),
         Err(e) if classify(&e) == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(aws_err(req, "DescribeSecret", id, &e)),
+        Err(e) => Err(API.err(req, "DescribeSecret", id, &e)),
     }
 }
 
@@ -300,7 +287,7 @@ async fn update_tags(
             .set_tag_keys(Some(removed))
             .send()
             .await
-            .map_err(|e| aws_err(req, "UntagResource", arn, &e))?;
+            .map_err(|e| API.err(req, "UntagResource", arn, &e))?;
     }
     let set: BTreeMap<String, String> = new
         .iter()
@@ -314,7 +301,7 @@ async fn update_tags(
             .set_tags(Some(sdk_tags(&set)))
             .send()
             .await
-            .map_err(|e| aws_err(req, "TagResource", arn, &e))?;
+            .map_err(|e| API.err(req, "TagResource", arn, &e))?;
     }
     Ok(())
 }
@@ -339,7 +326,7 @@ async fn update_replicas(
             .set_remove_replica_regions(Some(removed))
             .send()
             .await
-            .map_err(|e| aws_err(req, "RemoveRegionsFromReplication", arn, &e))?;
+            .map_err(|e| API.err(req, "RemoveRegionsFromReplication", arn, &e))?;
     }
     let added: BTreeMap<String, Option<String>> = new
         .iter()
@@ -353,7 +340,7 @@ async fn update_replicas(
             .set_add_replica_regions(Some(replica_types(&added)))
             .send()
             .await
-            .map_err(|e| aws_err(req, "ReplicateSecretToRegions", arn, &e))?;
+            .map_err(|e| API.err(req, "ReplicateSecretToRegions", arn, &e))?;
     }
     Ok(())
 }
@@ -397,7 +384,7 @@ impl Provider for SecretProvider {
             .set_add_replica_regions((!replicas.is_empty()).then_some(replicas))
             .send()
             .await
-            .map_err(|e| aws_err(req, "CreateSecret", &name, &e))?;
+            .map_err(|e| API.err(req, "CreateSecret", &name, &e))?;
         let arn = out.arn.ok_or_else(|| {
             ProviderError::failed(req, format!("CreateSecret for {name} returned no ARN"))
         })?;
@@ -448,7 +435,7 @@ impl Provider for SecretProvider {
                 .set_secret_string(value)
                 .send()
                 .await
-                .map_err(|e| aws_err(req, "UpdateSecret", physical_id, &e))?;
+                .map_err(|e| API.err(req, "UpdateSecret", physical_id, &e))?;
         }
         let prev_req = ResourceRequest {
             properties: previous,
@@ -483,7 +470,7 @@ impl Provider for SecretProvider {
         let described = match client.describe_secret().secret_id(physical_id).send().await {
             Ok(out) => out,
             Err(e) if classify(&e) == ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(aws_err(req, "DescribeSecret", physical_id, &e)),
+            Err(e) => return Err(API.err(req, "DescribeSecret", physical_id, &e)),
         };
         // A primary secret cannot be deleted while it has replicas.
         let regions: Vec<String> = described
@@ -502,12 +489,7 @@ impl Provider for SecretProvider {
                 Ok(_) => {}
                 Err(e) if classify(&e) == ErrorKind::NotFound => {}
                 Err(e) => {
-                    return Err(aws_err(
-                        req,
-                        "RemoveRegionsFromReplication",
-                        physical_id,
-                        &e,
-                    ))
+                    return Err(API.err(req, "RemoveRegionsFromReplication", physical_id, &e))
                 }
             }
         }
@@ -520,7 +502,7 @@ impl Provider for SecretProvider {
         {
             Ok(_) => Ok(()),
             Err(e) if classify(&e) == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(aws_err(req, "DeleteSecret", physical_id, &e)),
+            Err(e) => Err(API.err(req, "DeleteSecret", physical_id, &e)),
         }
     }
 

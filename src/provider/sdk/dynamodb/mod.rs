@@ -30,7 +30,8 @@ use serde_json::{json, Map, Value};
 
 use self::settings::{configure_new_table, is_policy_absent, needs_configuration, stream_spec};
 use self::spec::Spec;
-use crate::aws::{classify, error_code, AwsError, ErrorKind};
+use crate::aws::{classify, error_code, ErrorKind};
+use crate::provider::sdk::scaffold::Service;
 use crate::provider::{
     naming, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
@@ -80,17 +81,8 @@ fn client(ctx: &ProviderContext<'_>) -> Client {
     ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
-fn aws_err<E>(
-    req: &ResourceRequest<'_>,
-    operation: &'static str,
-    target: &str,
-    err: &Sdk<E>,
-) -> ProviderError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    ProviderError::aws(req, AwsError::call(SERVICE, operation, target, err))
-}
+/// Every failed call's typed error (`scaffold::Service`).
+pub(super) const API: Service = Service(SERVICE);
 
 fn is_busy<E: ProvideErrorMetadata>(err: &Sdk<E>) -> bool {
     error_code(err) == Some("ResourceInUseException") || is_over_limit(err)
@@ -144,7 +136,7 @@ async fn describe(
     match client.describe_table().table_name(table).send().await {
         Ok(out) => Ok(out.table),
         Err(e) if classify(&e) == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(aws_err(req, "DescribeTable", table, &e)),
+        Err(e) => Err(API.err(req, "DescribeTable", table, &e)),
     }
 }
 
@@ -327,7 +319,7 @@ async fn create_table(
     // ResourceInUse here means the table exists: only account limits are retried.
     let created = retry_while(|| call.clone().send(), is_over_limit)
         .await
-        .map_err(|e| aws_err(req, "CreateTable", &name, &e))?;
+        .map_err(|e| API.err(req, "CreateTable", &name, &e))?;
     let mut table = created.table_description.ok_or_else(|| {
         ProviderError::failed(
             req,
@@ -359,7 +351,7 @@ async fn delete_table(
     match retry_busy(|| call.clone().send()).await {
         Ok(_) => {}
         Err(e) if classify(&e) == ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(aws_err(req, "DeleteTable", table, &e)),
+        Err(e) => return Err(API.err(req, "DeleteTable", table, &e)),
     }
     if !ctx.no_wait {
         wait_gone(client, req, table).await?;
@@ -381,7 +373,7 @@ async fn read_table(
         .table_name(table)
         .send()
         .await
-        .map_err(|e| aws_err(req, "DescribeTimeToLive", table, &e))?;
+        .map_err(|e| API.err(req, "DescribeTimeToLive", table, &e))?;
     if let Some(d) = ttl.time_to_live_description() {
         if let Some(v) = read::ttl(d.time_to_live_status(), d.attribute_name()) {
             out.insert("TimeToLiveSpecification".into(), v);
@@ -392,7 +384,7 @@ async fn read_table(
         .table_name(table)
         .send()
         .await
-        .map_err(|e| aws_err(req, "DescribeContinuousBackups", table, &e))?;
+        .map_err(|e| API.err(req, "DescribeContinuousBackups", table, &e))?;
     if let Some(p) = backups
         .continuous_backups_description()
         .and_then(|d| d.point_in_time_recovery_description())
@@ -422,7 +414,7 @@ async fn read_table(
                 }
             }
             Err(e) if is_policy_absent(&e) => {}
-            Err(e) => return Err(aws_err(req, "GetResourcePolicy", arn, &e)),
+            Err(e) => return Err(API.err(req, "GetResourcePolicy", arn, &e)),
         }
     }
     Ok(Some(out))
@@ -443,7 +435,7 @@ async fn list_tags(
             .set_next_token(token.take())
             .send()
             .await
-            .map_err(|e| aws_err(req, "ListTagsOfResource", arn, &e))?;
+            .map_err(|e| API.err(req, "ListTagsOfResource", arn, &e))?;
         for t in page.tags() {
             if !t.key().starts_with("aws:") {
                 out.insert(t.key().to_owned(), t.value().to_owned());

@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::Client;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use super::spec::Spec;
-use super::{aws_err, retry_busy, Sdk};
+use super::{retry_busy, Sdk, API};
 use crate::aws::{classify, error_code, ErrorKind};
 use crate::provider::{ProviderError, ResourceRequest};
 
@@ -42,7 +42,7 @@ pub(super) async fn set_ttl(
         .time_to_live_specification(spec);
     retry_busy(|| call.clone().send())
         .await
-        .map_err(|e| aws_err(req, "UpdateTimeToLive", table, &e))?;
+        .map_err(|e| API.err(req, "UpdateTimeToLive", table, &e))?;
     Ok(())
 }
 
@@ -69,7 +69,7 @@ pub(super) async fn set_pitr(
         .point_in_time_recovery_specification(spec);
     retry_busy(|| call.clone().send())
         .await
-        .map_err(|e| aws_err(req, "UpdateContinuousBackups", table, &e))?;
+        .map_err(|e| API.err(req, "UpdateContinuousBackups", table, &e))?;
     Ok(())
 }
 
@@ -95,7 +95,7 @@ pub(super) async fn set_insights(
     let target = index.map_or_else(|| table.to_owned(), |i| format!("{table} index {i}"));
     retry_busy(|| call.clone().send())
         .await
-        .map_err(|e| aws_err(req, "UpdateContributorInsights", &target, &e))?;
+        .map_err(|e| API.err(req, "UpdateContributorInsights", &target, &e))?;
     Ok(())
 }
 
@@ -120,7 +120,7 @@ pub(super) async fn set_kinesis(
             .set_enable_kinesis_streaming_configuration(config);
         retry_busy(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "EnableKinesisStreamingDestination", table, &e))?;
+            .map_err(|e| API.err(req, "EnableKinesisStreamingDestination", table, &e))?;
     } else {
         let call = client
             .disable_kinesis_streaming_destination()
@@ -129,14 +129,7 @@ pub(super) async fn set_kinesis(
         match retry_busy(|| call.clone().send()).await {
             Ok(_) => {}
             Err(e) if classify(&e) == ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(aws_err(
-                    req,
-                    "DisableKinesisStreamingDestination",
-                    table,
-                    &e,
-                ))
-            }
+            Err(e) => return Err(API.err(req, "DisableKinesisStreamingDestination", table, &e)),
         }
     }
     Ok(())
@@ -154,14 +147,14 @@ pub(super) async fn set_policy(
             let call = client.put_resource_policy().resource_arn(arn).policy(p);
             retry_busy(|| call.clone().send())
                 .await
-                .map_err(|e| aws_err(req, "PutResourcePolicy", arn, &e))?;
+                .map_err(|e| API.err(req, "PutResourcePolicy", arn, &e))?;
         }
         None => {
             let call = client.delete_resource_policy().resource_arn(arn);
             match retry_busy(|| call.clone().send()).await {
                 Ok(_) => {}
                 Err(e) if is_policy_absent(&e) => {}
-                Err(e) => return Err(aws_err(req, "DeleteResourcePolicy", arn, &e)),
+                Err(e) => return Err(API.err(req, "DeleteResourcePolicy", arn, &e)),
             }
         }
     }

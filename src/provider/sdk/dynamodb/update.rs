@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::settings::{set_insights, set_kinesis, set_pitr, set_policy, set_ttl, stream_spec};
 use super::spec::{Gsi, Spec};
-use super::{aws_err, provisioned, retry_busy, sdk_tags, wait_ready, TABLE};
+use super::{provisioned, retry_busy, sdk_tags, wait_ready, API, TABLE};
 use crate::provider::props::{changed, changed_properties};
 use crate::provider::{schema, ProviderContext, ProviderError, ResourceRequest, UpdateOutcome};
 
@@ -124,7 +124,7 @@ pub(super) async fn update_table(
                 GlobalSecondaryIndexUpdate::builder().delete(action).build(),
             );
         retry_busy(|| call.clone().send()).await.map_err(|e| {
-            aws_err(
+            API.err(
                 req,
                 "UpdateTable",
                 &format!("{table} (delete index {name})"),
@@ -191,7 +191,7 @@ pub(super) async fn update_table(
     if capacity {
         retry_busy(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (capacity)"), &e))?;
+            .map_err(|e| API.err(req, "UpdateTable", &format!("{table} (capacity)"), &e))?;
         t = wait_ready(client, req, table).await?;
     }
 
@@ -200,7 +200,7 @@ pub(super) async fn update_table(
         if let Some(w) = new.warm_at(desired.get("WarmThroughput"), "WarmThroughput")? {
             let call = client.update_table().table_name(table).warm_throughput(w);
             retry_busy(|| call.clone().send()).await.map_err(|e| {
-                aws_err(
+                API.err(
                     req,
                     "UpdateTable",
                     &format!("{table} (warm throughput)"),
@@ -227,7 +227,7 @@ pub(super) async fn update_table(
                     GlobalSecondaryIndexUpdate::builder().update(action).build(),
                 );
             retry_busy(|| call.clone().send()).await.map_err(|e| {
-                aws_err(
+                API.err(
                     req,
                     "UpdateTable",
                     &format!("{table} (index {} warm throughput)", g.name),
@@ -249,7 +249,7 @@ pub(super) async fn update_table(
                 GlobalSecondaryIndexUpdate::builder().create(action).build(),
             );
         retry_busy(|| call.clone().send()).await.map_err(|e| {
-            aws_err(
+            API.err(
                 req,
                 "UpdateTable",
                 &format!("{table} (create index {})", g.name),
@@ -271,7 +271,7 @@ pub(super) async fn update_table(
             .table_class(TableClass::from(class.as_str()));
         retry_busy(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (table class)"), &e))?;
+            .map_err(|e| API.err(req, "UpdateTable", &format!("{table} (table class)"), &e))?;
         t = wait_ready(client, req, table).await?;
     }
     if changed(previous, desired, "SSESpecification") {
@@ -284,7 +284,7 @@ pub(super) async fn update_table(
             .sse_specification(sse);
         retry_busy(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "UpdateTable", &format!("{table} (encryption)"), &e))?;
+            .map_err(|e| API.err(req, "UpdateTable", &format!("{table} (encryption)"), &e))?;
         t = wait_ready(client, req, table).await?;
     }
 
@@ -298,7 +298,7 @@ pub(super) async fn update_table(
                 .table_name(table)
                 .stream_specification(spec);
             retry_busy(|| call.clone().send()).await.map_err(|e| {
-                aws_err(req, "UpdateTable", &format!("{table} (disable stream)"), &e)
+                API.err(req, "UpdateTable", &format!("{table} (disable stream)"), &e)
             })?;
             t = wait_ready(client, req, table).await?;
         }
@@ -309,7 +309,7 @@ pub(super) async fn update_table(
                 .table_name(table)
                 .stream_specification(spec);
             retry_busy(|| call.clone().send()).await.map_err(|e| {
-                aws_err(req, "UpdateTable", &format!("{table} (enable stream)"), &e)
+                API.err(req, "UpdateTable", &format!("{table} (enable stream)"), &e)
             })?;
             t = wait_ready(client, req, table).await?;
         }
@@ -336,7 +336,7 @@ pub(super) async fn update_table(
             .table_name(table)
             .deletion_protection_enabled(on);
         retry_busy(|| call.clone().send()).await.map_err(|e| {
-            aws_err(
+            API.err(
                 req,
                 "UpdateTable",
                 &format!("{table} (deletion protection)"),
@@ -403,7 +403,7 @@ pub(super) async fn update_table(
                     }));
                 retry_busy(|| call.clone().send())
                     .await
-                    .map_err(|e| aws_err(req, "UpdateKinesisStreamingDestination", table, &e))?;
+                    .map_err(|e| API.err(req, "UpdateKinesisStreamingDestination", table, &e))?;
             }
         }
     }
@@ -451,7 +451,7 @@ async fn update_tags(
             .set_tag_keys(Some(removed));
         retry_busy(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "UntagResource", arn, &e))?;
+            .map_err(|e| API.err(req, "UntagResource", arn, &e))?;
     }
     let set: BTreeMap<String, String> = new
         .iter()
@@ -465,7 +465,7 @@ async fn update_tags(
             .set_tags(Some(sdk_tags(req, &set)?));
         retry_busy(|| call.clone().send())
             .await
-            .map_err(|e| aws_err(req, "TagResource", arn, &e))?;
+            .map_err(|e| API.err(req, "TagResource", arn, &e))?;
     }
     Ok(())
 }

@@ -12,8 +12,8 @@ use aws_sdk_lambda::types::AliasRoutingConfiguration;
 use serde_json::{json, Map, Value};
 
 use super::{
-    aws_err, client, is_not_found, is_update_in_progress, nonempty, put, replacing_changes,
-    send_with_retry, split_function_ref, unqualified, Obj, CONFLICT_BUDGET,
+    client, is_not_found, is_update_in_progress, nonempty, put, replacing_changes, send_with_retry,
+    split_function_ref, unqualified, Obj, API, CONFLICT_BUDGET,
 };
 use crate::provider::props::{changed, changed_properties};
 use crate::provider::{
@@ -93,7 +93,7 @@ async fn set_provisioned_concurrency(
                 .qualifier(alias)
                 .provisioned_concurrent_executions(n);
             send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                .map_err(|e| aws_err(req, "PutProvisionedConcurrencyConfig", alias, &e))?;
+                .map_err(|e| API.err(req, "PutProvisionedConcurrencyConfig", alias, &e))?;
         }
         None if !creating => {
             match client
@@ -106,12 +106,7 @@ async fn set_provisioned_concurrency(
                 Ok(_) => {}
                 Err(e) if is_not_found(&e) => {}
                 Err(e) => {
-                    return Err(aws_err(
-                        req,
-                        "DeleteProvisionedConcurrencyConfig",
-                        alias,
-                        &e,
-                    ))
+                    return Err(API.err(req, "DeleteProvisionedConcurrencyConfig", alias, &e))
                 }
             }
         }
@@ -147,7 +142,7 @@ impl Provider for AliasProvider {
             .set_description(root.str("Description")?)
             .set_routing_config(routing(&root)?);
         let out = send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-            .map_err(|e| aws_err(req, "CreateAlias", &format!("{function}:{name}"), &e))?;
+            .map_err(|e| API.err(req, "CreateAlias", &format!("{function}:{name}"), &e))?;
         let arn = out.alias_arn().unwrap_or_default().to_owned();
         if let Err(e) = set_provisioned_concurrency(ctx, req, &unqualified(&arn), &name, true).await
         {
@@ -203,7 +198,7 @@ impl Provider for AliasProvider {
                 .description(root.str("Description")?.unwrap_or_default())
                 .set_routing_config(routing);
             send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                .map_err(|e| aws_err(req, "UpdateAlias", physical_id, &e))?;
+                .map_err(|e| API.err(req, "UpdateAlias", physical_id, &e))?;
         }
         if changed(previous, req.properties, "ProvisionedConcurrencyConfig") {
             set_provisioned_concurrency(ctx, req, &function, &name, false).await?;
@@ -232,7 +227,7 @@ impl Provider for AliasProvider {
         match send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress) {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(aws_err(req, "DeleteAlias", physical_id, &e)),
+            Err(e) => Err(API.err(req, "DeleteAlias", physical_id, &e)),
         }
     }
 
@@ -252,7 +247,7 @@ impl Provider for AliasProvider {
         {
             Ok(out) => out,
             Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(aws_err(req, "GetAlias", physical_id, &e)),
+            Err(e) => return Err(API.err(req, "GetAlias", physical_id, &e)),
         };
         let mut props = Map::new();
         let function_prop = Obj::root(req).str("FunctionName")?.unwrap_or(function);

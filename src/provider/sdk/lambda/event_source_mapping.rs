@@ -19,9 +19,9 @@ use serde_json::{json, Map, Value};
 
 use super::mapping_fields::{apply_fields, Fields, FIELD_PROPERTIES};
 use super::{
-    aws_err, client, is_conflict_or_role_propagation, is_not_found, is_update_in_progress,
-    nonempty, put, replacing_changes, send_with_retry, tag_changes, tag_map, tags_value, Backoff,
-    Obj, CONFLICT_BUDGET, IAM_PROPAGATION_BUDGET,
+    client, is_conflict_or_role_propagation, is_not_found, is_update_in_progress, nonempty, put,
+    replacing_changes, send_with_retry, tag_changes, tag_map, tags_value, Backoff, Obj, API,
+    CONFLICT_BUDGET, IAM_PROPAGATION_BUDGET,
 };
 use crate::provider::props::{changed, changed_properties};
 use crate::provider::{
@@ -117,7 +117,7 @@ async fn wait_mapping(
                     ))
                 }
             }
-            Err(e) => return Err(aws_err(req, "GetEventSourceMapping", uuid, &e)),
+            Err(e) => return Err(API.err(req, "GetEventSourceMapping", uuid, &e)),
         }
         if !backoff.wait().await {
             return Err(ProviderError::Timeout {
@@ -193,7 +193,7 @@ impl Provider for EventSourceMappingProvider {
             .set_tags((!tags.is_empty()).then_some(tags));
         let b = apply_fields!(b, fields);
         let out = send_with_retry!(b, IAM_PROPAGATION_BUDGET, is_conflict_or_role_propagation)
-            .map_err(|e| aws_err(req, "CreateEventSourceMapping", req.logical_id, &e))?;
+            .map_err(|e| API.err(req, "CreateEventSourceMapping", req.logical_id, &e))?;
         let uuid = out.uuid().unwrap_or_default().to_owned();
         let arn = out
             .event_source_mapping_arn()
@@ -243,7 +243,7 @@ impl Provider for EventSourceMappingProvider {
                 .uuid(physical_id)
                 .send()
                 .await
-                .map_err(|e| aws_err(req, "GetEventSourceMapping", physical_id, &e))?;
+                .map_err(|e| API.err(req, "GetEventSourceMapping", physical_id, &e))?;
             out.event_source_mapping_arn()
                 .unwrap_or_default()
                 .to_owned()
@@ -254,7 +254,7 @@ impl Provider for EventSourceMappingProvider {
                 fields
             );
             let out = send_with_retry!(b, IAM_PROPAGATION_BUDGET, is_conflict_or_role_propagation)
-                .map_err(|e| aws_err(req, "UpdateEventSourceMapping", physical_id, &e))?;
+                .map_err(|e| API.err(req, "UpdateEventSourceMapping", physical_id, &e))?;
             if !ctx.no_wait {
                 wait_mapping(&client, req, physical_id, false, out.state()).await?;
             }
@@ -268,7 +268,7 @@ impl Provider for EventSourceMappingProvider {
                 .resource(&arn)
                 .send()
                 .await
-                .map_err(|e| aws_err(req, "ListTags", &arn, &e))?
+                .map_err(|e| API.err(req, "ListTags", &arn, &e))?
                 .tags
                 .unwrap_or_default();
             let (set, remove) = tag_changes(&current, &tag_map(req)?);
@@ -279,7 +279,7 @@ impl Provider for EventSourceMappingProvider {
                     .set_tag_keys(Some(remove))
                     .send()
                     .await
-                    .map_err(|e| aws_err(req, "UntagResource", &arn, &e))?;
+                    .map_err(|e| API.err(req, "UntagResource", &arn, &e))?;
             }
             if !set.is_empty() {
                 client
@@ -288,7 +288,7 @@ impl Provider for EventSourceMappingProvider {
                     .set_tags(Some(set))
                     .send()
                     .await
-                    .map_err(|e| aws_err(req, "TagResource", &arn, &e))?;
+                    .map_err(|e| API.err(req, "TagResource", &arn, &e))?;
             }
         }
         Ok(UpdateOutcome::Updated(Provisioned {
@@ -308,7 +308,7 @@ impl Provider for EventSourceMappingProvider {
         match send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress) {
             Ok(_) => {}
             Err(e) if is_not_found(&e) => return Ok(()),
-            Err(e) => return Err(aws_err(req, "DeleteEventSourceMapping", physical_id, &e)),
+            Err(e) => return Err(API.err(req, "DeleteEventSourceMapping", physical_id, &e)),
         }
         if ctx.no_wait {
             return Ok(());
@@ -331,7 +331,7 @@ impl Provider for EventSourceMappingProvider {
         {
             Ok(out) => out,
             Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(aws_err(req, "GetEventSourceMapping", physical_id, &e)),
+            Err(e) => return Err(API.err(req, "GetEventSourceMapping", physical_id, &e)),
         };
         let mut p = Map::new();
         let s = |v: Option<&str>| nonempty(v).map(Value::String);
@@ -470,7 +470,7 @@ impl Provider for EventSourceMappingProvider {
                 req,
                 format!("event source mapping {physical_id} does not exist"),
             )),
-            Err(e) => Err(aws_err(req, "GetEventSourceMapping", physical_id, &e)),
+            Err(e) => Err(API.err(req, "GetEventSourceMapping", physical_id, &e)),
         }
     }
 }

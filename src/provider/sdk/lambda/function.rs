@@ -29,9 +29,9 @@ use super::config::{
     CONFIG_PROPERTIES, KNOWN_PROPERTIES,
 };
 use super::{
-    aws_err, client, is_conflict_or_role_propagation, is_not_found, is_role_propagation,
+    client, is_conflict_or_role_propagation, is_not_found, is_role_propagation,
     is_update_in_progress, replacing_changes, send_with_retry, tag_changes, tag_map, tags_value,
-    Backoff, Obj, CONFLICT_BUDGET, IAM_PROPAGATION_BUDGET,
+    Backoff, Obj, API, CONFLICT_BUDGET, IAM_PROPAGATION_BUDGET,
 };
 use crate::provider::props::{changed, changed_properties};
 use crate::provider::{
@@ -118,7 +118,7 @@ pub(super) async fn wait_settled(
             .set_qualifier(qualifier.map(str::to_owned))
             .send()
             .await
-            .map_err(|e| aws_err(req, "GetFunctionConfiguration", name, &e))?;
+            .map_err(|e| API.err(req, "GetFunctionConfiguration", name, &e))?;
         if status_of!(out).settled().map_err(fail)? {
             return Ok(());
         }
@@ -178,12 +178,12 @@ async fn apply_extras(
                         .function_name(name)
                         .reserved_concurrent_executions(n);
                     send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                        .map_err(|e| aws_err(req, "PutFunctionConcurrency", name, &e))?;
+                        .map_err(|e| API.err(req, "PutFunctionConcurrency", name, &e))?;
                 }
                 None if !creating => {
                     let b = client.delete_function_concurrency().function_name(name);
                     send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                        .map_err(|e| aws_err(req, "DeleteFunctionConcurrency", name, &e))?;
+                        .map_err(|e| API.err(req, "DeleteFunctionConcurrency", name, &e))?;
                 }
                 None => {}
             },
@@ -194,14 +194,14 @@ async fn apply_extras(
                         .function_name(name)
                         .code_signing_config_arn(arn);
                     send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                        .map_err(|e| aws_err(req, "PutFunctionCodeSigningConfig", name, &e))?;
+                        .map_err(|e| API.err(req, "PutFunctionCodeSigningConfig", name, &e))?;
                 }
                 None => {
                     let b = client
                         .delete_function_code_signing_config()
                         .function_name(name);
                     send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                        .map_err(|e| aws_err(req, "DeleteFunctionCodeSigningConfig", name, &e))?;
+                        .map_err(|e| API.err(req, "DeleteFunctionCodeSigningConfig", name, &e))?;
                 }
             },
             "RecursiveLoop" => {
@@ -215,7 +215,7 @@ async fn apply_extras(
                     .function_name(name)
                     .recursive_loop(RecursiveLoop::from(mode.as_str()));
                 send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                    .map_err(|e| aws_err(req, "PutFunctionRecursionConfig", name, &e))?;
+                    .map_err(|e| API.err(req, "PutFunctionRecursionConfig", name, &e))?;
             }
             "RuntimeManagementConfig" => {
                 let config = root.object(property)?;
@@ -236,7 +236,7 @@ async fn apply_extras(
                     .update_runtime_on(UpdateRuntimeOn::from(on.as_str()))
                     .set_runtime_version_arn(version);
                 send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                    .map_err(|e| aws_err(req, "PutRuntimeManagementConfig", name, &e))?;
+                    .map_err(|e| API.err(req, "PutRuntimeManagementConfig", name, &e))?;
             }
             _ => {}
         }
@@ -268,7 +268,7 @@ impl FunctionProvider {
                 Ok(Some((arn, attrs)))
             }
             Err(e) if is_not_found(&e) => Ok(None),
-            Err(e) => Err(aws_err(req, "GetFunction", name, &e)),
+            Err(e) => Err(API.err(req, "GetFunction", name, &e)),
         }
     }
 
@@ -298,7 +298,7 @@ impl FunctionProvider {
             .set_tags((!tags.is_empty()).then_some(tags));
         let b = apply_config!(b, config);
         let out = send_with_retry!(b, IAM_PROPAGATION_BUDGET, is_role_propagation)
-            .map_err(|e| aws_err(req, "CreateFunction", name, &e))?;
+            .map_err(|e| API.err(req, "CreateFunction", name, &e))?;
         let arn = out.function_arn().unwrap_or_default().to_owned();
         let snap = (
             out.snap_start()
@@ -400,7 +400,7 @@ impl Provider for FunctionProvider {
                 .apply(client.update_function_code().function_name(name))
                 .set_architectures(arch);
             let out = send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-                .map_err(|e| aws_err(req, "UpdateFunctionCode", name, &e))?;
+                .map_err(|e| API.err(req, "UpdateFunctionCode", name, &e))?;
             wait_settled(&client, req, name, None, status_of!(out)).await?;
         }
 
@@ -416,7 +416,7 @@ impl Provider for FunctionProvider {
                 config
             );
             let out = send_with_retry!(b, IAM_PROPAGATION_BUDGET, is_conflict_or_role_propagation)
-                .map_err(|e| aws_err(req, "UpdateFunctionConfiguration", name, &e))?;
+                .map_err(|e| API.err(req, "UpdateFunctionConfiguration", name, &e))?;
             if !ctx.no_wait {
                 wait_settled(&client, req, name, None, status_of!(out)).await?;
             }
@@ -437,7 +437,7 @@ impl Provider for FunctionProvider {
                 .resource(&arn)
                 .send()
                 .await
-                .map_err(|e| aws_err(req, "ListTags", &arn, &e))?
+                .map_err(|e| API.err(req, "ListTags", &arn, &e))?
                 .tags
                 .unwrap_or_default();
             let (set, remove) = tag_changes(&current, &tag_map(req)?);
@@ -448,7 +448,7 @@ impl Provider for FunctionProvider {
                     .set_tag_keys(Some(remove))
                     .send()
                     .await
-                    .map_err(|e| aws_err(req, "UntagResource", &arn, &e))?;
+                    .map_err(|e| API.err(req, "UntagResource", &arn, &e))?;
             }
             if !set.is_empty() {
                 client
@@ -457,7 +457,7 @@ impl Provider for FunctionProvider {
                     .set_tags(Some(set))
                     .send()
                     .await
-                    .map_err(|e| aws_err(req, "TagResource", &arn, &e))?;
+                    .map_err(|e| API.err(req, "TagResource", &arn, &e))?;
             }
         }
         Ok(UpdateOutcome::Updated(Provisioned {
@@ -477,7 +477,7 @@ impl Provider for FunctionProvider {
         match send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress) {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(aws_err(req, "DeleteFunction", physical_id, &e)),
+            Err(e) => Err(API.err(req, "DeleteFunction", physical_id, &e)),
         }
     }
 
@@ -496,7 +496,7 @@ impl Provider for FunctionProvider {
         {
             Ok(out) => out,
             Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(aws_err(req, "GetFunction", physical_id, &e)),
+            Err(e) => return Err(API.err(req, "GetFunction", physical_id, &e)),
         };
         let Some(config) = out.configuration() else {
             return Ok(None);

@@ -39,25 +39,16 @@ use aws_smithy_runtime_api::http::Response as HttpResponse;
 use serde_json::{Map, Value};
 
 use super::is_not_found;
-use crate::aws::{error_code, AwsError};
+use crate::aws::error_code;
+use crate::provider::sdk::scaffold::Service;
 use crate::provider::{ProviderContext, ProviderError, ResourceRequest};
 
 fn client(ctx: &ProviderContext<'_>) -> Client {
     ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
-/// A failed Lambda call as the one-line provider error.
-fn aws_err<E>(
-    req: &ResourceRequest<'_>,
-    operation: &'static str,
-    target: &str,
-    err: &SdkError<E, HttpResponse>,
-) -> ProviderError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    ProviderError::aws(req, AwsError::call("lambda", operation, target, err))
-}
+/// Every failed call's typed error (`scaffold::Service`).
+pub(super) const API: Service = Service("lambda");
 
 /// The service's message for a failed call, empty when it sent none.
 fn error_message<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> &str {

@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
-use super::{aws_err, client, is_not_found, put, Obj};
+use super::{client, is_not_found, put, Obj, API};
 use crate::provider::naming::{self, NameRules};
 use crate::provider::props::changed_properties;
 use crate::provider::{
@@ -73,7 +73,7 @@ async fn find_statement(
     {
         Ok(out) => out,
         Err(e) if is_not_found(&e) => return Ok(None),
-        Err(e) => return Err(aws_err(req, "GetPolicy", function, &e)),
+        Err(e) => return Err(API.err(req, "GetPolicy", function, &e)),
     };
     let policy: Value = match out.policy().map(serde_json::from_str) {
         Some(Ok(v)) => v,
@@ -195,7 +195,7 @@ impl Provider for PermissionProvider {
             .set_invoked_via_function_url(root.bool("InvokedViaFunctionUrl")?)
             .send()
             .await
-            .map_err(|e| aws_err(req, "AddPermission", &function, &e))?;
+            .map_err(|e| API.err(req, "AddPermission", &function, &e))?;
         Ok(Provisioned {
             physical_id: sid.clone(),
             attributes: attributes(&sid),
@@ -241,12 +241,7 @@ impl Provider for PermissionProvider {
         {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(aws_err(
-                req,
-                "RemovePermission",
-                &format!("{function} {sid}"),
-                &e,
-            )),
+            Err(e) => Err(API.err(req, "RemovePermission", &format!("{function} {sid}"), &e)),
         }
     }
 

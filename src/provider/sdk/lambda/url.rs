@@ -9,7 +9,7 @@ use aws_sdk_lambda::types::{Cors, FunctionUrlAuthType, InvokeMode};
 use serde_json::{json, Map, Value};
 
 use super::{
-    aws_err, client, is_not_found, put, replacing_changes, split_function_ref, unqualified, Obj,
+    client, is_not_found, put, replacing_changes, split_function_ref, unqualified, Obj, API,
 };
 use crate::provider::props::changed_properties;
 use crate::provider::{
@@ -119,7 +119,7 @@ impl Provider for UrlProvider {
             )
             .send()
             .await
-            .map_err(|e| aws_err(req, "CreateFunctionUrlConfig", &function, &e))?;
+            .map_err(|e| API.err(req, "CreateFunctionUrlConfig", &function, &e))?;
         Ok(Provisioned {
             physical_id: out.function_arn().to_owned(),
             attributes: attributes(out.function_arn(), out.function_url()),
@@ -150,7 +150,7 @@ impl Provider for UrlProvider {
                 .set_qualifier(qualifier)
                 .send()
                 .await
-                .map_err(|e| aws_err(req, "GetFunctionUrlConfig", physical_id, &e))?
+                .map_err(|e| API.err(req, "GetFunctionUrlConfig", physical_id, &e))?
                 .function_url()
                 .to_owned()
         } else {
@@ -169,7 +169,7 @@ impl Provider for UrlProvider {
                 ))
                 .send()
                 .await
-                .map_err(|e| aws_err(req, "UpdateFunctionUrlConfig", physical_id, &e))?
+                .map_err(|e| API.err(req, "UpdateFunctionUrlConfig", physical_id, &e))?
                 .function_url()
                 .to_owned()
         };
@@ -195,7 +195,7 @@ impl Provider for UrlProvider {
         {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(aws_err(req, "DeleteFunctionUrlConfig", physical_id, &e)),
+            Err(e) => Err(API.err(req, "DeleteFunctionUrlConfig", physical_id, &e)),
         }
     }
 
@@ -215,7 +215,7 @@ impl Provider for UrlProvider {
         {
             Ok(out) => out,
             Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(aws_err(req, "GetFunctionUrlConfig", physical_id, &e)),
+            Err(e) => return Err(API.err(req, "GetFunctionUrlConfig", physical_id, &e)),
         };
         let mut props = Map::new();
         props.insert(
@@ -257,7 +257,7 @@ impl Provider for UrlProvider {
                 req,
                 format!("function URL of {physical_id} does not exist"),
             )),
-            Err(e) => Err(aws_err(req, "GetFunctionUrlConfig", physical_id, &e)),
+            Err(e) => Err(API.err(req, "GetFunctionUrlConfig", physical_id, &e)),
         }
     }
 }

@@ -11,8 +11,8 @@ use serde_json::{json, Map, Value};
 
 use super::function::{status_of, wait_settled};
 use super::{
-    aws_err, client, is_not_found, is_update_in_progress, nonempty, put, send_with_retry,
-    split_function_ref, unqualified, Obj, CONFLICT_BUDGET,
+    client, is_not_found, is_update_in_progress, nonempty, put, send_with_retry,
+    split_function_ref, unqualified, Obj, API, CONFLICT_BUDGET,
 };
 use crate::provider::props::changed_properties;
 use crate::provider::{
@@ -71,7 +71,7 @@ impl Provider for VersionProvider {
             .set_code_sha256(root.str("CodeSha256")?)
             .set_description(root.str("Description")?);
         let out = send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress)
-            .map_err(|e| aws_err(req, "PublishVersion", &function, &e))?;
+            .map_err(|e| API.err(req, "PublishVersion", &function, &e))?;
         let arn = out.function_arn().unwrap_or_default().to_owned();
         let version = out
             .version()
@@ -94,7 +94,7 @@ impl Provider for VersionProvider {
                     .provisioned_concurrent_executions(n)
                     .send()
                     .await
-                    .map_err(|e| aws_err(req, "PutProvisionedConcurrencyConfig", &arn, &e))?;
+                    .map_err(|e| API.err(req, "PutProvisionedConcurrencyConfig", &arn, &e))?;
             }
             if let Some(policy) = root.object("RuntimePolicy")? {
                 let on = policy.required_str("UpdateRuntimeOn")?;
@@ -106,7 +106,7 @@ impl Provider for VersionProvider {
                     .set_runtime_version_arn(policy.str("RuntimeVersionArn")?)
                     .send()
                     .await
-                    .map_err(|e| aws_err(req, "PutRuntimeManagementConfig", &arn, &e))?;
+                    .map_err(|e| API.err(req, "PutRuntimeManagementConfig", &arn, &e))?;
             }
             if !ctx.no_wait {
                 wait_settled(&client, req, &name, Some(&version), status_of!(out)).await?;
@@ -163,7 +163,7 @@ impl Provider for VersionProvider {
         match send_with_retry!(b, CONFLICT_BUDGET, is_update_in_progress) {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(aws_err(req, "DeleteFunction", physical_id, &e)),
+            Err(e) => Err(API.err(req, "DeleteFunction", physical_id, &e)),
         }
     }
 
@@ -183,7 +183,7 @@ impl Provider for VersionProvider {
         {
             Ok(out) => out,
             Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(aws_err(req, "GetFunctionConfiguration", physical_id, &e)),
+            Err(e) => return Err(API.err(req, "GetFunctionConfiguration", physical_id, &e)),
         };
         let mut props = Map::new();
         let function = Obj::root(req)

@@ -12,15 +12,13 @@ mod settings;
 use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
-use aws_sdk_cloudwatchlogs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_cloudwatchlogs::types::{LogGroup, LogGroupClass};
 use aws_sdk_cloudwatchlogs::Client;
-use aws_smithy_runtime_api::http::Response as HttpResponse;
 use serde_json::{Map, Value};
 
 use super::{is_not_found, with_properties};
-use crate::aws::AwsError;
 use crate::provider::props::{changed, changed_properties, Props};
+use crate::provider::sdk::scaffold::Service;
 use crate::provider::{
     naming, schema, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest,
     UpdateOutcome,
@@ -53,17 +51,8 @@ fn client(ctx: &ProviderContext<'_>) -> Client {
     ctx.clients.cached(Some(ctx.region), Client::new)
 }
 
-fn aws_error<E>(
-    req: &ResourceRequest<'_>,
-    operation: &'static str,
-    target: &str,
-    err: &SdkError<E, HttpResponse>,
-) -> ProviderError
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    ProviderError::aws(req, AwsError::call("logs", operation, target, err))
-}
+/// Every failed call's typed error (`scaffold::Service`).
+pub(super) const API: Service = Service("logs");
 
 fn log_class(props: &Props<'_>) -> Result<String, ProviderError> {
     Ok(props
@@ -105,7 +94,7 @@ async fn describe(
         {
             Ok(out) => out,
             Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(aws_error(req, "DescribeLogGroups", name, &e)),
+            Err(e) => return Err(API.err(req, "DescribeLogGroups", name, &e)),
         };
         if let Some(group) = out
             .log_groups
@@ -179,7 +168,7 @@ async fn create(
     }
     call.send()
         .await
-        .map_err(|e| aws_error(req, "CreateLogGroup", &name, &e))?;
+        .map_err(|e| API.err(req, "CreateLogGroup", &name, &e))?;
 
     if let Some(days) = props.i64("RetentionInDays")? {
         settings::put_retention(&client, req, &name, Some(days)).await?;
@@ -252,14 +241,14 @@ async fn update(
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| aws_error(req, "AssociateKmsKey", name, &e))?,
+                .map_err(|e| API.err(req, "AssociateKmsKey", name, &e))?,
             None => client
                 .disassociate_kms_key()
                 .log_group_name(name)
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| aws_error(req, "DisassociateKmsKey", name, &e))?,
+                .map_err(|e| API.err(req, "DisassociateKmsKey", name, &e))?,
         }
     }
     if differs("DataProtectionPolicy") {
@@ -323,7 +312,7 @@ async fn update(
                 .set_tag_keys(Some(remove))
                 .send()
                 .await
-                .map_err(|e| aws_error(req, "UntagResource", &arn, &e))?;
+                .map_err(|e| API.err(req, "UntagResource", &arn, &e))?;
         }
         if !set.is_empty() {
             client
@@ -332,7 +321,7 @@ async fn update(
                 .set_tags(Some(set))
                 .send()
                 .await
-                .map_err(|e| aws_error(req, "TagResource", &arn, &e))?;
+                .map_err(|e| API.err(req, "TagResource", &arn, &e))?;
         }
     }
     Ok(UpdateOutcome::Updated(current))
@@ -351,7 +340,7 @@ async fn delete(
     {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(aws_error(req, "DeleteLogGroup", name, &e)),
+        Err(e) => Err(API.err(req, "DeleteLogGroup", name, &e)),
     }
 }
 

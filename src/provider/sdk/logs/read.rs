@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{aws_error, bare_arn, cfn_arn, client, describe, is_not_found};
+use super::{bare_arn, cfn_arn, client, describe, is_not_found, API};
 use crate::provider::props::Props;
 use crate::provider::{ProviderContext, ProviderError, ResourceRequest};
 
@@ -48,7 +48,7 @@ pub(super) async fn read(
     {
         Ok(out) => out.tags.unwrap_or_default(),
         Err(e) if is_not_found(&e) => return Ok(None),
-        Err(e) => return Err(aws_error(req, "ListTagsForResource", bare_arn(&arn), &e)),
+        Err(e) => return Err(API.err(req, "ListTagsForResource", bare_arn(&arn), &e)),
     };
     if !tags.is_empty() {
         let sorted: BTreeMap<String, String> = tags.into_iter().collect();
@@ -75,7 +75,7 @@ pub(super) async fn read(
                 }
             }
             Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(aws_error(req, "GetDataProtectionPolicy", name, &e)),
+            Err(e) => return Err(API.err(req, "GetDataProtectionPolicy", name, &e)),
         }
     }
     if declared.get("FieldIndexPolicies").is_some() {
@@ -97,7 +97,7 @@ pub(super) async fn read(
                 }
             }
             Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(aws_error(req, "DescribeIndexPolicies", name, &e)),
+            Err(e) => return Err(API.err(req, "DescribeIndexPolicies", name, &e)),
         }
     }
     if declared.get("ResourcePolicyDocument").is_some() {
@@ -117,7 +117,7 @@ pub(super) async fn read(
                 }
             }
             Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(aws_error(req, "DescribeResourcePolicies", name, &e)),
+            Err(e) => return Err(API.err(req, "DescribeResourcePolicies", name, &e)),
         }
     }
     Ok(Some(props))

@@ -3,7 +3,7 @@
 
 use aws_sdk_cloudwatchlogs::Client;
 
-use super::{aws_error, is_not_found};
+use super::{is_not_found, API};
 use crate::provider::{ProviderError, ResourceRequest};
 
 pub(super) async fn put_retention(
@@ -23,7 +23,7 @@ pub(super) async fn put_retention(
                 .retention_in_days(days)
                 .send()
                 .await
-                .map_err(|e| aws_error(req, "PutRetentionPolicy", name, &e))?;
+                .map_err(|e| API.err(req, "PutRetentionPolicy", name, &e))?;
         }
         None => {
             client
@@ -31,7 +31,7 @@ pub(super) async fn put_retention(
                 .log_group_name(name)
                 .send()
                 .await
-                .map_err(|e| aws_error(req, "DeleteRetentionPolicy", name, &e))?;
+                .map_err(|e| API.err(req, "DeleteRetentionPolicy", name, &e))?;
         }
     }
     Ok(())
@@ -51,7 +51,7 @@ pub(super) async fn put_data_protection(
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| aws_error(req, "PutDataProtectionPolicy", name, &e)),
+            .map_err(|e| API.err(req, "PutDataProtectionPolicy", name, &e)),
         None => match client
             .delete_data_protection_policy()
             .log_group_identifier(name)
@@ -60,7 +60,7 @@ pub(super) async fn put_data_protection(
         {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(aws_error(req, "DeleteDataProtectionPolicy", name, &e)),
+            Err(e) => Err(API.err(req, "DeleteDataProtectionPolicy", name, &e)),
         },
     }
 }
@@ -79,7 +79,7 @@ pub(super) async fn put_index(
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| aws_error(req, "PutIndexPolicy", name, &e)),
+            .map_err(|e| API.err(req, "PutIndexPolicy", name, &e)),
         None => match client
             .delete_index_policy()
             .log_group_identifier(name)
@@ -88,7 +88,7 @@ pub(super) async fn put_index(
         {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(aws_error(req, "DeleteIndexPolicy", name, &e)),
+            Err(e) => Err(API.err(req, "DeleteIndexPolicy", name, &e)),
         },
     }
 }
@@ -107,7 +107,7 @@ pub(super) async fn put_resource_policy(
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| aws_error(req, "PutResourcePolicy", arn, &e)),
+            .map_err(|e| API.err(req, "PutResourcePolicy", arn, &e)),
         None => match client
             .delete_resource_policy()
             .resource_arn(arn)
@@ -116,7 +116,7 @@ pub(super) async fn put_resource_policy(
         {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(aws_error(req, "DeleteResourcePolicy", arn, &e)),
+            Err(e) => Err(API.err(req, "DeleteResourcePolicy", arn, &e)),
         },
     }
 }
@@ -134,7 +134,7 @@ pub(super) async fn put_deletion_protection(
         .send()
         .await
         .map(|_| ())
-        .map_err(|e| aws_error(req, "PutLogGroupDeletionProtection", name, &e))
+        .map_err(|e| API.err(req, "PutLogGroupDeletionProtection", name, &e))
 }
 
 pub(super) async fn put_bearer_token(
@@ -150,5 +150,5 @@ pub(super) async fn put_bearer_token(
         .send()
         .await
         .map(|_| ())
-        .map_err(|e| aws_error(req, "PutBearerTokenAuthentication", name, &e))
+        .map_err(|e| API.err(req, "PutBearerTokenAuthentication", name, &e))
 }
