@@ -126,6 +126,8 @@ pub enum Command {
     /// Inspect and maintain state records without an app.
     #[command(subcommand)]
     State(StateCommand),
+    /// Read a stack's recorded deploy / destroy / rollback runs (the deployment-event store).
+    Events(EventsArgs),
     /// List the cached context values (cdk.context.json and the rest), or reset them.
     Context(ContextArgs),
 }
@@ -458,6 +460,60 @@ pub struct ContextArgs {
     pub json: bool,
 }
 
+/// `cdkd events <stack>` lists the runs, `--run` prints one; `cdkd events prune <stack>`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct EventsArgs {
+    #[command(subcommand)]
+    pub command: Option<EventsCommand>,
+    /// The stack (state record name, e.g. MyStack or Parent); its history survives a destroy.
+    #[arg(required = true)]
+    pub stack: Option<String>,
+    /// Print this run's ordered events instead of the list of runs.
+    #[arg(long, value_name = "RUN_ID")]
+    pub run: Option<String>,
+    /// Region of the stack's history (needed when it has history in several regions).
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+    /// Print as JSON (the same as --format json).
+    #[arg(long)]
+    pub json: bool,
+    /// Output format.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<EventsFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventsFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Delete old runs of a stack's deployment-event store (the newest 20 are kept by default).
+    Prune(EventsPruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EventsPruneArgs {
+    /// The stack whose runs to delete.
+    pub stack: String,
+    /// Keep the newest N runs.
+    #[arg(long, value_name = "N")]
+    pub keep: Option<usize>,
+    /// Delete runs older than this (e.g. 90s, 30m, 24h); with --keep, only runs beyond the
+    /// newest N that are also older.
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
+    /// Delete every run, the index and every earlier version under deployments/.
+    #[arg(long, conflicts_with_all = ["keep", "older_than"])]
+    pub all: bool,
+    /// Region of the stack's history.
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum StateCommand {
     /// Show the state bucket, its region and the prefix in use.
@@ -556,6 +612,10 @@ impl Command {
             Command::Drift(_) => "drift",
             Command::PublishAssets(_) => "publish-assets",
             Command::Context(_) => "context",
+            Command::Events(a) => match a.command {
+                Some(EventsCommand::Prune(_)) => "events prune",
+                None => "events",
+            },
             Command::State(s) => match s {
                 StateCommand::Info(_) => "state info",
                 StateCommand::List(_) => "state list",

@@ -7,6 +7,7 @@ mod context;
 mod deploy;
 mod destroy;
 mod diff;
+mod events;
 mod force_unlock;
 mod import;
 mod list;
@@ -221,6 +222,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Import(args) => import::run(&session, args).await,
         Command::Orphan(args) => orphan::run(&session, args).await,
         Command::Context(args) => context::run(&session, args),
+        Command::Events(args) => events::run(&session, args).await,
         other => Err(Error::NotImplemented {
             command: other.name(),
         }),

@@ -4,6 +4,7 @@
 pub mod deploy;
 pub mod destroy;
 pub mod diff;
+pub mod events;
 pub mod orphan;
 pub mod policy;
 pub mod scrub;

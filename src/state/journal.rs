@@ -30,11 +30,11 @@ pub const JOURNAL_OBJECT_DESCRIPTION: &str = "the rollback journal, whose \
 /// Why a segment was written.
 pub mod reason {
     /// Written before an automatic rollback ran (a rollback that dies partway resumes from it).
-    pub const AUTO_ROLLBACK: &str = "auto-rollback";
+    pub const AUTO_ROLLBACK: &str = "auto-rollback-started";
     /// An automatic rollback reverted every completed operation: only failed ones remain.
     pub const AUTO_ROLLBACK_CLEAN: &str = "auto-rollback-clean";
     /// A failed deploy run with `--no-rollback`.
-    pub const NO_ROLLBACK: &str = "no-rollback";
+    pub const NO_ROLLBACK: &str = "no-rollback-failure";
     /// A deploy interrupted by Ctrl-C.
     pub const INTERRUPTED: &str = "interrupted";
     /// A nested child's SUCCESSFUL deploy inside its parent's: kept until the top-level
@@ -69,6 +69,8 @@ pub enum OpKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Operation {
+    /// `changeType` as upstream writes it (`kind` is what this binary wrote before).
+    #[serde(rename = "changeType", alias = "kind")]
     pub kind: OpKind,
     pub logical_id: String,
     /// The template's type (after a Type change, the new resource's).
@@ -76,8 +78,14 @@ pub struct Operation {
     /// The resource the operation left recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical_id: Option<String>,
-    /// The record before the operation (`None` for a create of a new logical id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The record before the operation (`None` for a create of a new logical id);
+    /// `previousState` as upstream writes it.
+    #[serde(
+        default,
+        rename = "previousState",
+        alias = "previous",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub previous: Option<ResourceState>,
     /// The type before the operation (an UPDATE whose Type changed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,13 +129,19 @@ impl Operation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedOperation {
+    #[serde(rename = "changeType", alias = "kind")]
     pub kind: OpKind,
     pub logical_id: String,
     pub resource_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical_id: Option<String>,
-    /// The record before the attempt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The record before the attempt (`previousState`).
+    #[serde(
+        default,
+        rename = "previousState",
+        alias = "previous",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub previous: Option<ResourceState>,
     /// What the failed write sent; absent when AWS provably did not apply it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,7 +172,9 @@ impl FailedOperation {
 #[serde(rename_all = "camelCase")]
 pub struct Segment {
     pub reason: String,
-    /// Epoch milliseconds.
+    /// Epoch milliseconds: upstream's `timestamp` (`writtenAt` is what this binary wrote
+    /// before). It also names the segment (a nested-stack row's `nestedChildSegment`).
+    #[serde(rename = "timestamp", alias = "writtenAt")]
     pub written_at: u64,
     #[serde(default)]
     pub operations: Vec<Operation>,
@@ -290,7 +306,23 @@ pub struct ImportedResource {
 
 const IMPORTED_RESOURCES: &str = "importedResources";
 
+/// A segment's `initialDeploy` (upstream requires it on every segment it writes).
+pub const INITIAL_DEPLOY: &str = "initialDeploy";
+
 impl Segment {
+    /// Stamps what upstream's segments carry beside the operations: whether the failed
+    /// deploy was the stack's first, the cdkd version, and the deployment-event run that
+    /// wrote it (so `cdkd events` can tie the failure to its later rollback).
+    pub fn stamp(&mut self, initial_deploy: bool, run_id: Option<&str>) {
+        self.extra
+            .insert(INITIAL_DEPLOY.into(), initial_deploy.into());
+        self.extra
+            .insert("cdkdVersion".into(), env!("CARGO_PKG_VERSION").into());
+        if let Some(id) = run_id {
+            self.extra.insert("runId".into(), id.into());
+        }
+    }
+
     /// The resources `cdkd import` marked on this segment (a malformed entry is skipped).
     pub fn imported_resources(&self) -> Vec<ImportedResource> {
         self.extra
@@ -400,6 +432,7 @@ pub fn parse_journal(key: &str, bytes: &[u8]) -> Result<Journal, JournalError> {
                 "written by a newer cdkd (journalVersion {v})"
             )))
         }
+        Some(0) => return Err(unreadable("invalid journalVersion 0".into())),
         Some(_) => {}
         None => return Err(unreadable("no numeric journalVersion".into())),
     }

@@ -43,8 +43,9 @@ fn journal_round_trips_with_spec_field_names() {
         "\"operations\"",
         "\"failedOperations\"",
         "\"attemptedProperties\"",
-        "\"reason\":\"no-rollback\"",
-        "\"kind\":\"CREATE\"",
+        "\"reason\":\"no-rollback-failure\"",
+        "\"changeType\":\"CREATE\"",
+        "\"timestamp\":1",
     ] {
         assert!(text.contains(field), "{field} in {text}");
     }
@@ -230,4 +231,50 @@ fn a_replacement_is_an_update_of_another_physical_id() {
         ..ResourceState::default()
     });
     assert!(!o.is_replacement());
+}
+
+/// The journal upstream cdkd wrote after a `--no-rollback` failure (scripts/upstream-goldens)
+/// reads as ours (an UPDATE with its previous record, a CREATE, a failed CREATE) and is written
+/// back JSON-equal: every field, ours or not, survives.
+#[test]
+fn upstream_golden_journal_round_trips() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/upstream/rollback-journal.json");
+    let bytes = std::fs::read(&path).expect("golden journal");
+    let journal = parse_journal("golden", &bytes).expect("upstream's journal reads");
+    let segment = &journal.segments[0];
+    assert_eq!(segment.reason, reason::NO_ROLLBACK);
+    assert!(segment.written_at > 0);
+    let kinds: Vec<(OpKind, &str)> = segment
+        .operations
+        .iter()
+        .map(|o| (o.kind, o.logical_id.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![(OpKind::Update, "Queue"), (OpKind::Create, "Added")]
+    );
+    assert!(
+        segment.operations[0].previous.is_some(),
+        "previousState is the previous record"
+    );
+    assert_eq!(segment.failed_operations[0].logical_id, "Doc");
+    assert!(segment.failed_operations[0].attempted_properties.is_some());
+    let original: Value = serde_json::from_slice(&bytes).unwrap();
+    let written: Value = serde_json::to_value(&journal).unwrap();
+    assert_eq!(written, original);
+}
+
+/// A journal of a version this binary does not know is refused, never read (and so never
+/// rewritten); nor is one without a valid version.
+#[test]
+fn journals_of_unknown_versions_are_refused() {
+    for body in [
+        r#"{"journalVersion":2,"stackName":"S","region":"r","segments":[]}"#,
+        r#"{"journalVersion":0,"stackName":"S","region":"r","segments":[]}"#,
+        r#"{"stackName":"S","region":"r","segments":[]}"#,
+    ] {
+        let e = parse_journal("k", body.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("cannot be read"), "{e}");
+    }
 }

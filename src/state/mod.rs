@@ -20,6 +20,8 @@ mod check;
 pub mod deferred;
 pub mod edit;
 mod error;
+pub mod events;
+pub mod events_read;
 pub mod exports;
 pub mod journal;
 mod json;

@@ -415,7 +415,12 @@ async fn no_rollback_keeps_the_changes_and_cdkd_rollback_reverts_them() {
     assert!(kept["resources"].get("Added").is_some(), "{kept}");
     let journal = app.object("rollback-journal.json").await.expect("journal");
     let segment = &journal["segments"][0];
-    assert_eq!(segment["reason"], "no-rollback");
+    assert_eq!(segment["reason"], "no-rollback-failure");
+    assert_eq!(segment["initialDeploy"], false, "{segment}");
+    assert!(
+        segment["runId"].as_str().is_some_and(|id| id.contains('T')),
+        "the failed run's deployment-event id: {segment}"
+    );
     let ops: BTreeSet<String> = segment["operations"]
         .as_array()
         .unwrap()
@@ -423,7 +428,7 @@ async fn no_rollback_keeps_the_changes_and_cdkd_rollback_reverts_them() {
         .map(|o| {
             format!(
                 "{} {}",
-                o["kind"].as_str().unwrap(),
+                o["changeType"].as_str().unwrap(),
                 o["logicalId"].as_str().unwrap()
             )
         })

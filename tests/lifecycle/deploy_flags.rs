@@ -172,7 +172,7 @@ async fn a_delete_first_replacement_is_journaled_and_rolled_back_old_one_first()
         .iter()
         .find(|o| o["logicalId"] == "Doc")
         .expect("the replacement is journaled");
-    assert_eq!(doc_op["kind"], "UPDATE");
+    assert_eq!(doc_op["changeType"], "UPDATE");
     assert_eq!(doc_op["oldDeletedBeforeCreate"], true);
     assert_eq!(doc_op["oldResourceRetained"], false);
     let model = cc_model("AWS::SSM::Document", &name)

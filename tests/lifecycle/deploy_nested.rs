@@ -674,7 +674,7 @@ async fn no_rollback_keeps_the_child_and_cdkd_rollback_reverts_it() {
         .map(|o| {
             format!(
                 "{} {}",
-                o["kind"].as_str().unwrap(),
+                o["changeType"].as_str().unwrap(),
                 o["logicalId"].as_str().unwrap()
             )
         })
@@ -709,7 +709,7 @@ async fn no_rollback_keeps_the_child_and_cdkd_rollback_reverts_it() {
         .expect("the child's row op");
     assert_eq!(
         grand_row["nestedChildSegment"],
-        grand_journal["segments"][0]["writtenAt"]
+        grand_journal["segments"][0]["timestamp"]
     );
     let parent_journal = journal(&bucket, ROLLBACK_STACK).await.expect("journal");
     let row_op = parent_journal["segments"][0]["operations"]
@@ -719,8 +719,8 @@ async fn no_rollback_keeps_the_child_and_cdkd_rollback_reverts_it() {
         .find(|o| o["logicalId"] == "Child")
         .expect("the row's op")
         .clone();
-    assert_eq!(row_op["kind"], "UPDATE");
-    assert_eq!(row_op["nestedChildSegment"], pending["writtenAt"]);
+    assert_eq!(row_op["changeType"], "UPDATE");
+    assert_eq!(row_op["nestedChildSegment"], pending["timestamp"]);
 
     // `cdkd rollback` of the parent reverts the child too.
     let out = cdkd()

@@ -19,5 +19,6 @@ mod deploy_plan;
 mod deploy_routing;
 mod deploy_secrets;
 mod destroy;
+mod events;
 mod diff;
 mod secrets_paths;

@@ -226,6 +226,15 @@ impl StateBook {
         let _ = self.shared.redactor.set(redactor);
     }
 
+    /// `text` with every secret the redactor knows masked (as is, when there is none): for
+    /// messages bound for a durable sink such as the deployment-event store.
+    pub fn mask_text(&self, text: &str) -> String {
+        match self.shared.redactor.get() {
+            Some(r) => r.mask_text(text),
+            None => text.to_owned(),
+        }
+    }
+
     /// Sets the form every write stores (once, before the first change).
     pub fn set_shape(&self, shape: fn(&StackState) -> StackState) {
         let _ = self.shared.shape.set(shape);

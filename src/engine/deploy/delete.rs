@@ -59,8 +59,23 @@ pub(super) async fn delete_all(
         let doomed = doomed.clone();
         let progress = progress.clone();
         async move {
-            let operation = delete_one(&run, &id, &doomed[&id]);
-            observe(&run.stack, &id, &[], progress.as_deref(), operation).await
+            let doomed = &doomed[&id];
+            let rec = &doomed.record;
+            let events = run.nested.options.events.as_ref();
+            // A retained record is dropped without an AWS call: no RESOURCE_STARTED for it.
+            let op = (!(doomed.removed && rec.retains_on_delete()))
+                .then_some(crate::state::events::Operation::Delete);
+            let route = record_provider(&run.registry, rec)
+                .map(|(r, _)| r)
+                .unwrap_or(Route::CloudControl);
+            let what = (id.as_str(), rec.resource_type.as_str(), route);
+            crate::engine::events::started(events, &run.stack, op, what);
+            let operation = delete_one(&run, &id, doomed);
+            let result = observe(&run.stack, &id, &[], progress.as_deref(), operation).await;
+            let mask = |t: &str| run.resolution.redactor.mask_text(t);
+            let physical = rec.physical_id.as_deref();
+            crate::engine::events::finished(events, &run.stack, op, &result, physical, &mask);
+            result
         }
     })
     .await)

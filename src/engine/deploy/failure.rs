@@ -70,11 +70,18 @@ pub(super) async fn after_failure(
     }
     let store = journal_store(env);
     run.tokens.write_pending().await;
-    let segment = run.oplog.segment(match mode {
+    let mut segment = run.oplog.segment(match mode {
         Mode::Rollback => reason::AUTO_ROLLBACK,
         Mode::Keep => reason::NO_ROLLBACK,
         Mode::Interrupted => reason::INTERRUPTED,
     });
+    let run_id = run
+        .nested
+        .options
+        .events
+        .as_ref()
+        .map(|l| l.run_id().to_owned());
+    segment.stamp(first_deploy, run_id.as_deref());
     let stored_segment = redacted(run, &segment);
     let wrote_segment = !segment.operations.is_empty() || !segment.failed_operations.is_empty();
     let mut journal = prior.unwrap_or_else(|| Journal::new(stack, region));
@@ -120,13 +127,17 @@ pub(super) async fn after_failure(
         exports: Some(env.exports.as_ref()),
         progress: run.nested.options.progress.as_deref(),
         rules: run.nested.delete_rules(),
+        events: run.nested.options.events.clone(),
     };
+    let events = run.nested.options.events.as_ref();
+    crate::engine::events::rollback_phase(events, stack, false);
     let mut reverted = reverter.revert(&segment.operations, &[]).await;
     // A replacement `--replace` deleted the old resource of before its create failed: the
     // old one is created again.
     let recreated = reverter
         .recreate_deleted_first(&segment.failed_operations)
         .await;
+    crate::engine::events::rollback_phase(events, stack, true);
     reverted.reverted.extend(recreated.reverted);
     reverted.failures.extend(recreated.failures);
     run.tokens.forget(&reverted.deleted_creates).await;

@@ -152,6 +152,9 @@ pub struct DeployOptions {
     /// for a NoEcho source (treated as a NoEcho parameter) or the `{{resolve:...}}`
     /// expression the parent's row stores (stored in its place, by position).
     pub secret_parameters: Vec<(String, Option<String>)>,
+    /// The run's deployment-event log: `None` opens one per top-level stack; a nested
+    /// child's deploy records into its parent's (as upstream's does).
+    pub events: Option<crate::state::events::EventLog>,
 }
 
 /// The stack to deploy.
@@ -209,12 +212,40 @@ pub async fn deploy_stack(
     target: &StackTarget<'_>,
     options: &DeployOptions,
 ) -> Result<StackReport, DeployError> {
-    let lock = env
+    let mut with_log;
+    let (options, own_log) = match &options.events {
+        Some(_) => (options, None),
+        None => {
+            let log = crate::state::events::EventLog::start(
+                env.backend.client().clone(),
+                env.backend.bucket(),
+                env.backend.keys().clone(),
+                (target.stack_name, target.region),
+                crate::state::events::RunCommand::Deploy,
+            );
+            with_log = options.clone();
+            with_log.events = Some(log.clone());
+            (&with_log, Some(log))
+        }
+    };
+    let lock = match env
         .backend
         .lock(target.stack_name, target.region, "deploy")
         .await
-        .map_err(Error::from)?;
+    {
+        Ok(lock) => lock,
+        Err(e) => {
+            let result = Err(DeployError::from(Error::from(e)));
+            if let Some(log) = &own_log {
+                crate::engine::events::deploy_ended(log, &result);
+            }
+            return result;
+        }
+    };
     let result = deploy_locked(env, target, options, &lock, None).await;
+    if let Some(log) = &own_log {
+        crate::engine::events::deploy_ended(log, &result);
+    }
     // The stacks waiting on this one need its record and exports, not its lock's release.
     if let Some(announce) = &options.announce {
         announce(&result);
@@ -366,19 +397,39 @@ async fn deploy_locked(
     let tracker = prepared.graph.ready_tracker(Direction::Deploy);
     let task_run = run.clone();
     let progress = options.progress.clone();
+    let events = options.events.clone();
     crate::aws::trace::walk_mark(&run.stack, "start");
     let outcome = walk(tracker, walk_options(), move |id| {
         let run = task_run.clone();
         let progress = progress.clone();
+        let events = events.clone();
         async move {
-            let deps = run
-                .planned
-                .get(&id)
-                .map(|p| p.dependencies.clone())
-                .unwrap_or_default();
+            let planned = run.planned.get(&id);
+            let deps = planned.map(|p| p.dependencies.clone()).unwrap_or_default();
+            let op = planned.and_then(|p| crate::engine::events::planned_operation(p.change.kind));
+            if let Some(p) = planned {
+                let what = (id.as_str(), p.change.resource_type.as_str(), p.route);
+                crate::engine::events::started(events.as_ref(), &run.stack, op, what);
+            }
             let stack = run.stack.clone();
-            let operation = execute::provision(run, id.clone());
-            observe(&stack, &id, &deps, progress.as_deref(), operation).await
+            let operation = execute::provision(run.clone(), id.clone());
+            let result = observe(&stack, &id, &deps, progress.as_deref(), operation).await;
+            if events.is_some() {
+                let physical = match &result {
+                    Ok(_) => run.book.record(&id).await.and_then(|r| r.physical_id),
+                    Err(_) => None,
+                };
+                let mask = |t: &str| run.resolution.redactor.mask_text(t);
+                crate::engine::events::finished(
+                    events.as_ref(),
+                    &stack,
+                    op,
+                    &result,
+                    physical.as_deref(),
+                    &mask,
+                );
+            }
+            result
         }
     })
     .await;

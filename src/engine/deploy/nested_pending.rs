@@ -346,6 +346,7 @@ async fn replay_child(
         exports: parent.exports,
         progress: parent.progress,
         rules: parent.rules,
+        events: parent.events.clone(),
     };
     let segment = journal.segments[index].clone();
     ui::info(format!(

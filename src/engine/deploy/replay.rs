@@ -19,6 +19,7 @@ use crate::engine::policy::DeleteRules;
 use crate::provider::{ProviderContext, Registry};
 use crate::resolve::partition_for_region;
 use crate::state::backend::{BackendError, S3Backend};
+use crate::state::events::{EventLog, RunCommand, RunResult};
 use crate::state::journal::JournalStore;
 use crate::state::ledger::LedgerStore;
 use crate::state::StackState;
@@ -78,7 +79,30 @@ pub async fn replay_journal(
     options: ReplayOptions,
 ) -> Result<ReplayReport, ReplayError> {
     let lock = env.backend.lock(stack, region, "rollback").await?;
-    let result = replay_locked(env, stack, region, options).await;
+    let log = EventLog::start(
+        env.backend.client().clone(),
+        env.backend.bucket(),
+        env.backend.keys().clone(),
+        (stack, region),
+        RunCommand::Rollback,
+    );
+    let result = replay_locked(env, stack, region, options, &log).await;
+    match &result {
+        // No journal: nothing ran, so there is no run to record.
+        Ok(r) if r.nothing_to_do => log.discard().await,
+        Ok(r) => {
+            let first = r.failures.first().map(|(id, e)| format!("{id}: {e}"));
+            let result = if r.failures.is_empty() {
+                RunResult::Succeeded
+            } else {
+                RunResult::Failed
+            };
+            crate::engine::events::run_finished(&log, result, None, first.as_deref());
+        }
+        Err(e) => {
+            crate::engine::events::run_finished(&log, RunResult::Failed, None, Some(&e.to_string()))
+        }
+    }
     lock.release_and_warn().await;
     result
 }
@@ -88,6 +112,7 @@ async fn replay_locked(
     stack: &str,
     region: &str,
     options: ReplayOptions,
+    log: &EventLog,
 ) -> Result<ReplayReport, ReplayError> {
     let (client, bucket, keys) = (
         env.backend.client().clone(),
@@ -138,7 +163,9 @@ async fn replay_locked(
             skip_final_snapshot: options.skip_final_snapshot,
             remove_protection: false,
         },
+        events: Some(log.clone()),
     };
+    crate::engine::events::rollback_phase(Some(log), stack, false);
 
     let mut report = ReplayReport::default();
     while let Some(segment) = journal.segments.last().cloned() {
@@ -186,6 +213,7 @@ async fn replay_locked(
         }
     }
     report.segments_left = journal.segments.len();
+    crate::engine::events::rollback_phase(Some(log), stack, true);
 
     let now = book.state().await;
     if report.segments_left == 0 && now.resources.is_empty() {

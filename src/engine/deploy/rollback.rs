@@ -75,6 +75,8 @@ pub(crate) struct Reverter<'a> {
     pub progress: Option<&'a Progress>,
     /// How the resources a rollback deletes are deleted (`--skip-final-snapshot`).
     pub rules: DeleteRules,
+    /// The run's deployment-event log: one `ROLLBACK_RESOURCE_*` event per step.
+    pub events: Option<crate::state::events::EventLog>,
 }
 
 impl Reverter<'_> {
@@ -95,7 +97,13 @@ impl Reverter<'_> {
             }
             let id = &op.logical_id;
             self.step_started(id);
-            match self.revert_one(op, &mut out).await {
+            let result = self.revert_one(op, &mut out).await;
+            let kind = crate::engine::events::journal_operation(op.kind);
+            self.record_step(
+                (kind, id.as_str(), op.resource_type.as_str()),
+                result.as_ref().err(),
+            );
+            match result {
                 Ok(what) => {
                     self.step_finished(id, format!("↩ {id} {} {what}", op.resource_type), false);
                     out.reverted.push(id.clone());
@@ -108,6 +116,18 @@ impl Reverter<'_> {
             }
         }
         out
+    }
+
+    /// The step's `ROLLBACK_RESOURCE_*` event (the reason masked like the line: the replay
+    /// sends resolved values, and AWS can quote one back).
+    fn record_step(
+        &self,
+        what: (crate::state::events::Operation, &str, &str),
+        error: Option<&String>,
+    ) {
+        let masked = error.map(|e| self.book.mask_text(e));
+        let stack = self.ctx.stack_name;
+        crate::engine::events::rollback_step(self.events.as_ref(), stack, what, masked.as_deref());
     }
 
     /// One more step of this rollback runs (counted in the bar, shown in flight).
@@ -142,7 +162,14 @@ impl Reverter<'_> {
                 p.add_total(1);
             }
             self.step_started(&f.logical_id);
-            match self.restore_in_place(&f.logical_id, previous).await {
+            let result = self.restore_in_place(&f.logical_id, previous).await;
+            let what = (
+                crate::state::events::Operation::Update,
+                f.logical_id.as_str(),
+                f.resource_type.as_str(),
+            );
+            self.record_step(what, result.as_ref().err());
+            match result {
                 Ok(()) => {
                     let line = format!(
                         "↩ {} {} failed update reverted",
@@ -180,7 +207,14 @@ impl Reverter<'_> {
                 p.add_total(1);
             }
             self.step_started(id);
-            match self.recreate(id, previous).await {
+            let result = self.recreate(id, previous).await;
+            let what = (
+                crate::state::events::Operation::Update,
+                id.as_str(),
+                previous.resource_type.as_str(),
+            );
+            self.record_step(what, result.as_ref().err());
+            match result {
                 Ok(()) => {
                     let line = format!(
                         "↩ {id} {} re-created as it was (--replace had deleted it before its \

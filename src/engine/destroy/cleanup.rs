@@ -165,91 +165,22 @@ fn purge_later(backend: &S3Backend, key: &str, description: &'static str) {
 /// `deployments/` event store (which otherwise survives a destroy by design). Fail-soft: a
 /// failure is a warning naming the prefix and the two version grants.
 pub(super) async fn purge_events(backend: &S3Backend, stack: &str, region: &str) {
-    let prefix = backend.keys().deployments_prefix(stack, region);
-    let client = backend.client();
-    let mut removed = 0usize;
-    let failure: Option<String> = loop {
-        let page = match client
-            .list_object_versions()
-            .bucket(backend.bucket())
-            .prefix(&prefix)
-            .send()
-            .await
-        {
-            Ok(p) => p,
-            Err(e) => {
-                break Some(format!(
-                    "listing failed ({})",
-                    crate::aws::AwsError::call("s3", "ListObjectVersions", &prefix, &e)
-                ))
-            }
-        };
-        let mut ids = Vec::new();
-        let entries = page
-            .versions()
-            .iter()
-            .map(|v| (v.key(), v.version_id()))
-            .chain(
-                page.delete_markers()
-                    .iter()
-                    .map(|m| (m.key(), m.version_id())),
-            );
-        for (key, version) in entries {
-            let Some(key) = key else { continue };
-            let id = aws_sdk_s3::types::ObjectIdentifier::builder()
-                .key(key)
-                .set_version_id(version.map(str::to_owned))
-                .build();
-            if let Ok(id) = id {
-                ids.push(id);
-            }
-        }
-        if ids.is_empty() {
-            break None;
-        }
-        let count = ids.len();
-        let delete = match aws_sdk_s3::types::Delete::builder()
-            .set_objects(Some(ids))
-            .quiet(true)
-            .build()
-        {
-            Ok(d) => d,
-            Err(e) => break Some(e.to_string()),
-        };
-        match client
-            .delete_objects()
-            .bucket(backend.bucket())
-            .delete(delete)
-            .send()
-            .await
-        {
-            Ok(out) if out.errors().is_empty() => removed += count,
-            Ok(out) => {
-                break Some(format!(
-                    "{} version(s) could not be deleted (first: {})",
-                    out.errors().len(),
-                    out.errors()[0].code().unwrap_or("no code")
-                ))
-            }
-            Err(e) => {
-                break Some(
-                    crate::aws::AwsError::call("s3", "DeleteObjects", &prefix, &e).to_string(),
-                )
-            }
-        }
+    let store = crate::state::events_read::StoreAccess {
+        client: backend.client(),
+        bucket: backend.bucket(),
+        keys: backend.keys(),
     };
-    match failure {
-        None if removed > 0 => ui::info(format!(
+    let prefix = backend.keys().deployments_prefix(stack, region);
+    match crate::state::events_read::purge_prefix(&store, stack, region).await {
+        Ok(0) => {}
+        Ok(removed) => ui::info(format!(
             "  purged the deployment event store s3://{}/{prefix} ({removed} version(s))",
             backend.bucket()
         )),
-        None => {}
-        Some(why) => ui::warn(format!(
-            "Could not purge the deployment event store s3://{}/{prefix}* (every key under this \
-             prefix): {why}. Its versions survive and remain readable via GetObject with a \
-             VersionId. Grant s3:ListBucketVersions and s3:DeleteObjectVersion on the state \
-             bucket, or purge the prefix by hand.",
-            backend.bucket()
+        Err(why) => ui::warn(crate::state::events_read::purge_prefix_warning(
+            backend.bucket(),
+            &prefix,
+            &why,
         )),
     }
 }

@@ -150,7 +150,7 @@ mod tests {
         );
         let mut journal = Journal::new("S", "us-east-1");
         journal.segments.push(Segment {
-            reason: "no-rollback".into(),
+            reason: crate::state::journal::reason::NO_ROLLBACK.into(),
             written_at: 1,
             operations: vec![],
             failed_operations: vec![
@@ -224,7 +224,7 @@ mod tests {
         });
         // The same op in a segment of another reason is not a deferred old.
         journal.segments.push(Segment {
-            reason: "no-rollback".into(),
+            reason: crate::state::journal::reason::NO_ROLLBACK.into(),
             written_at: 2,
             operations: vec![replacement("Other", "/p/o-old", "/p/o-new", true)],
             failed_operations: vec![],

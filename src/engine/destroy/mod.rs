@@ -40,6 +40,7 @@ pub use scan::{Consumer, ScanError};
 
 use crate::aws::Clients;
 use crate::engine::deploy::{delete_recorded, is_nested, Action, Done, Producers, Settled};
+use crate::engine::events;
 use crate::engine::policy::DeleteRules;
 use crate::engine::walk::{walk, WalkOptions};
 use crate::error::Error;
@@ -86,6 +87,9 @@ pub struct DestroyOptions {
     pub gone: Option<Arc<dyn Fn(&DestroyReport) + Send + Sync>>,
     /// Print "Destroying {stack} ({region})" once the stack may begin (after the wait).
     pub heading: bool,
+    /// The run's deployment-event log: `None` opens one per top-level stack; a nested
+    /// child's destroy records into its parent's.
+    pub events: Option<crate::state::events::EventLog>,
 }
 
 /// A destroy refused, or stopped before it could finish its bookkeeping.
@@ -137,6 +141,8 @@ pub struct DestroyReport {
     pub cancelled: Vec<String>,
     /// After a partial destroy: what the kept record still lists.
     pub remaining: Vec<String>,
+    /// `--purge-events` deleted the stack's deployment-event store.
+    pub purged_events: bool,
 }
 
 impl DestroyReport {
@@ -161,12 +167,48 @@ pub async fn destroy_stack(
     target: &DestroyTarget<'_>,
     options: &DestroyOptions,
 ) -> Result<DestroyReport, DestroyError> {
-    let lock = env
+    let mut with_log;
+    let (options, own_log) = match &options.events {
+        Some(_) => (options, None),
+        None => {
+            let log = crate::state::events::EventLog::start(
+                env.backend.client().clone(),
+                env.backend.bucket(),
+                env.backend.keys().clone(),
+                (target.stack_name, target.region),
+                crate::state::events::RunCommand::Destroy,
+            );
+            with_log = options.clone();
+            with_log.events = Some(log.clone());
+            (&with_log, Some(log))
+        }
+    };
+    let lock = match env
         .backend
         .lock(target.stack_name, target.region, "destroy")
         .await
-        .map_err(Error::from)?;
+    {
+        Ok(lock) => lock,
+        Err(e) => {
+            let result = Err(DestroyError::from(Error::from(e)));
+            if let Some(log) = &own_log {
+                events::destroy_ended(log, &result);
+            }
+            return result;
+        }
+    };
     let result = destroy_locked(env, target, options, &lock).await;
+    if let Some(log) = &own_log {
+        let purged = matches!(&result, Ok(r) if r.purged_events);
+        if purged {
+            // `--purge-events` emptied the store after a clean destroy: nothing to add.
+            log.discard().await;
+        } else if !matches!(&result, Ok(r) if r.no_state) {
+            events::destroy_ended(log, &result);
+        } else {
+            log.discard().await;
+        }
+    }
     lock.release_and_warn().await;
     result
 }
@@ -196,6 +238,7 @@ async fn destroy_locked(
     lock: &HeldLock,
 ) -> Result<DestroyReport, DestroyError> {
     let (stack, region) = (target.stack_name, target.region);
+    let is_child = crate::state::keys::split_nested_stack_name(stack).is_some();
     let mut report = DestroyReport {
         stack_name: stack.to_owned(),
         region: region.to_owned(),
@@ -316,8 +359,33 @@ async fn destroy_locked(
             let run = task_run.clone();
             let deps: Vec<String> = graph_deps.get(&id).cloned().unwrap_or_default();
             async move {
+                let log = run.options.events.as_ref();
+                let rec = run.records.get(&id);
+                // A retained resource is kept without an AWS call: no RESOURCE_STARTED.
+                let op = rec
+                    .filter(|r| !r.retains_on_delete())
+                    .map(|_| crate::state::events::Operation::Delete);
+                if let Some(r) = rec {
+                    let sdk = run
+                        .registry
+                        .provider(&r.resource_type, Route::Sdk)
+                        .is_some();
+                    let route = if r.is_pinned_to_cloud_control() || !sdk {
+                        Route::CloudControl
+                    } else {
+                        Route::Sdk
+                    };
+                    events::started(
+                        log,
+                        &run.stack,
+                        op,
+                        (id.as_str(), r.resource_type.as_str(), route),
+                    );
+                }
                 let result =
                     crate::aws::trace::scoped(&run.stack, &id, destroy_one(&run, &id)).await;
+                let physical = rec.and_then(|r| r.physical_id.as_deref());
+                events::finished(log, &run.stack, op, &result, physical, &|t| t.to_owned());
                 let done = match &result {
                     Ok(done) => {
                         ui::info(done.line(None));
@@ -387,8 +455,16 @@ async fn destroy_locked(
         // whose record exports nothing has no entry to remove (as a deploy that publishes
         // none skips it), unless this run's copy of the index shows one.
         let events = async {
-            if options.purge_events {
+            // A nested child's events are in its top-level stack's run: nothing of its own
+            // to purge while that run is being written.
+            if options.purge_events && !is_child {
+                if let Some(log) = &options.events {
+                    log.discard().await;
+                }
                 cleanup::purge_events(&env.backend, stack, region).await;
+                true
+            } else {
+                false
             }
         };
         let index = async {
@@ -396,7 +472,8 @@ async fn destroy_locked(
                 env.exports.remove_stack(region, stack).await;
             }
         };
-        tokio::join!(events, index);
+        let (purged, ()) = tokio::join!(events, index);
+        report.purged_events = purged;
         return Ok(report);
     }
     if let Err(e) = run.book.preserve().await {
