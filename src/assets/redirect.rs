@@ -19,15 +19,47 @@ use serde_json::{Map, Value};
 /// The CDK bootstrap's default qualifier: the only one redirected.
 const QUALIFIER: &str = "hnb659fds";
 
-/// The body of `cdkd-bootstrap/{region}.json`.
+/// The newest `assetSupportVersion` this binary reads and writes.
+pub const ASSET_SUPPORT_VERSION: u64 = 1;
+
+/// The body of `cdkd-bootstrap/{region}.json`, as upstream cdkd writes it:
+/// `{assetBucket, containerRepo, assetSupportVersion, createdAt}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Marker {
     pub asset_bucket: String,
     pub container_repository: Option<String>,
+    /// Whether the body is in upstream's shape (an older cdkd of ours wrote
+    /// `containerRepository` and no `assetSupportVersion`): bootstrap rewrites one that is not.
+    pub current_shape: bool,
 }
 
 impl Marker {
+    /// The marker body bootstrap writes.
+    pub fn body(asset_bucket: &str, container_repo: &str, created_at: &str) -> Value {
+        serde_json::json!({
+            "assetBucket": asset_bucket,
+            "containerRepo": container_repo,
+            "assetSupportVersion": ASSET_SUPPORT_VERSION,
+            "createdAt": created_at,
+        })
+    }
+
+    /// The `assetSupportVersion` of a marker newer than this binary understands: such a
+    /// marker is never used nor rewritten.
+    pub fn newer_version(bytes: &[u8]) -> Option<u64> {
+        let v: Value = serde_json::from_slice(bytes).ok()?;
+        v.get("assetSupportVersion")
+            .and_then(Value::as_u64)
+            .filter(|n| *n > ASSET_SUPPORT_VERSION)
+    }
+
     pub fn parse(bytes: &[u8]) -> Result<Marker, String> {
+        if let Some(n) = Marker::newer_version(bytes) {
+            return Err(format!(
+                "assetSupportVersion {n} is newer than this cdkd understands \
+                 ({ASSET_SUPPORT_VERSION}); upgrade cdkd to deploy in this region"
+            ));
+        }
         let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
         let text = |keys: &[&str]| {
             keys.iter()
@@ -37,9 +69,14 @@ impl Marker {
         };
         let asset_bucket = text(&["assetBucket", "bucketName"])
             .ok_or_else(|| "no assetBucket (a string) in the marker".to_owned())?;
+        let current_shape = v.get("containerRepo").and_then(Value::as_str).is_some()
+            && v.get("assetSupportVersion")
+                .and_then(Value::as_u64)
+                .is_some();
         Ok(Marker {
             asset_bucket,
-            container_repository: text(&["containerRepository", "containerRepo", "repositoryName"]),
+            container_repository: text(&["containerRepo", "containerRepository", "repositoryName"]),
+            current_shape,
         })
     }
 }
@@ -282,6 +319,7 @@ mod tests {
             &Marker {
                 asset_bucket: "cdkd-assets-123456789012-us-east-1".into(),
                 container_repository: Some("cdkd-container-assets-123456789012-us-east-1".into()),
+                current_shape: true,
             },
         )
     }
@@ -292,6 +330,16 @@ mod tests {
         assert_eq!(m.asset_bucket, "b");
         assert_eq!(m.container_repository.as_deref(), Some("r"));
         assert!(Marker::parse(b"{}").is_err());
+        let up =
+            br#"{"assetBucket":"b","containerRepo":"r","assetSupportVersion":1,"createdAt":"t"}"#;
+        let m = Marker::parse(up).unwrap();
+        assert_eq!(m.container_repository.as_deref(), Some("r"));
+        assert!(m.current_shape);
+        let newer = br#"{"assetBucket":"b","containerRepo":"r","assetSupportVersion":2}"#;
+        assert!(Marker::parse(newer)
+            .unwrap_err()
+            .contains("assetSupportVersion 2"));
+        assert_eq!(Marker::newer_version(newer), Some(2));
         assert!(Marker::parse(b"nope").is_err());
     }
 

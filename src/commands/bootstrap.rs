@@ -173,6 +173,13 @@ async fn asset_storage(
     let account = clients.account_id().await?;
     let key = bootstrap_marker_key(region);
     let existing = match marker(state_s3, state_bucket, &key).await? {
+        // A newer cdkd's marker is never overwritten with this one's (older) shape.
+        Some(bytes) if Marker::newer_version(&bytes).is_some() => {
+            let why = Marker::parse(&bytes).err().unwrap_or_default();
+            return Err(Error::Usage(format!(
+                "s3://{state_bucket}/{key}: {why}; the marker was left as it is"
+            )));
+        }
         Some(bytes) => Marker::parse(&bytes).ok(),
         None => None,
     };
@@ -198,16 +205,13 @@ async fn asset_storage(
 
     // Written last, and only when it does not already say this.
     let up_to_date = existing.as_ref().is_some_and(|m| {
-        m.asset_bucket == bucket && m.container_repository.as_deref() == Some(&repository)
+        m.current_shape
+            && m.asset_bucket == bucket
+            && m.container_repository.as_deref() == Some(&repository)
     });
     if !up_to_date {
-        let body = json!({
-            "version": 1,
-            "account": account,
-            "region": region,
-            "assetBucket": bucket,
-            "containerRepository": repository,
-        });
+        let now = crate::state::events::iso_millis(std::time::SystemTime::now());
+        let body = Marker::body(&bucket, &repository, &now);
         state_s3
             .put_object()
             .bucket(state_bucket)

@@ -173,8 +173,14 @@ async fn bootstrap_creates_the_asset_storage_and_writes_the_marker_once() {
         .await
         .expect("the marker");
     assert_eq!(marker["assetBucket"], asset_bucket().as_str());
-    assert_eq!(marker["containerRepository"], repository().as_str());
-    assert_eq!(marker["region"], REGION);
+    assert_eq!(marker["containerRepo"], repository().as_str());
+    assert_eq!(marker["assetSupportVersion"], 1);
+    assert!(
+        marker["createdAt"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{marker}"
+    );
     assert_eq!(versions(&bucket, &marker_key()).await, 1);
     assert_eq!(state_info(&bucket)["assetStorageRegions"], json!([REGION]));
 
@@ -201,6 +207,50 @@ async fn no_assets_writes_no_marker() {
     // Again: still none.
     bootstrap(&bucket, &["--no-assets"]);
     assert_eq!(versions(&bucket, &marker_key()).await, 0);
+}
+
+async fn put_marker(bucket: &str, body: &Value) {
+    support::s3_client()
+        .await
+        .put_object()
+        .bucket(bucket)
+        .key(marker_key())
+        .body(body.to_string().into_bytes().into())
+        .send()
+        .await
+        .expect("put marker");
+}
+
+#[tokio::test]
+async fn a_newer_marker_is_refused_and_kept_and_an_older_shape_is_rewritten_as_upstream_writes_it()
+{
+    let bucket = unique_name("cdkd-boot-marker");
+    bootstrap(&bucket, &["--no-assets"]);
+    let newer = json!({"assetBucket": asset_bucket(), "containerRepo": repository(),
+        "assetSupportVersion": 2, "createdAt": "2030-01-01T00:00:00.000Z"});
+    put_marker(&bucket, &newer).await;
+    let (code, _, stderr) = run_in(Path::new("."), &bucket, &["bootstrap"], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("assetSupportVersion 2"), "{stderr}");
+    assert_eq!(
+        object_json(&bucket, &marker_key()).await,
+        Some(newer),
+        "never overwritten"
+    );
+
+    // The shape an older cdkd of ours wrote: read, then rewritten in upstream's shape.
+    put_marker(
+        &bucket,
+        &json!({"version": 1, "assetBucket": asset_bucket(),
+        "containerRepository": repository()}),
+    )
+    .await;
+    let out = bootstrap(&bucket, &[]);
+    assert_eq!(out["assetStorage"]["markerWritten"], true, "{out}");
+    let marker = object_json(&bucket, &marker_key()).await.expect("marker");
+    assert_eq!(marker["containerRepo"], repository().as_str());
+    assert_eq!(marker["assetSupportVersion"], 1);
+    assert!(marker.get("containerRepository").is_none(), "{marker}");
 }
 
 fn fixture(name: &str) -> PathBuf {
