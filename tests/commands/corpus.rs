@@ -343,6 +343,122 @@ async fn exists(r: &Recorded) -> bool {
                 Err(e) => !absent(&what, Err::<(), _>(e)),
             }
         }
+        t if t.starts_with("AWS::EC2::") => ec2_exists(r, &what, &config).await,
+        other => panic!("{what}: no independent existence check for {other}; add one"),
+    }
+}
+
+/// Whether an EC2 networking resource the SDK provider recorded still exists, asked through
+/// EC2's own Describe calls (a NAT gateway in state `deleted` is gone, as EC2 lists it for a
+/// while after).
+async fn ec2_exists(r: &Recorded, what: &str, config: &aws_config::SdkConfig) -> bool {
+    use aws_sdk_ec2::types::Filter;
+    let ec2 = aws_sdk_ec2::Client::new(config);
+    let id = r.physical_id.as_str();
+    // EC2 answers "no such id" with a code per kind of id (InvalidVpcID.NotFound, ...).
+    fn gone<T, E: ProvideErrorMetadata + std::fmt::Debug>(
+        what: &str,
+        res: Result<T, SdkError<E>>,
+    ) -> Option<T> {
+        match res {
+            Ok(v) => Some(v),
+            Err(e) if ProvideErrorMetadata::code(&e).is_some_and(|c| c.ends_with(".NotFound")) => {
+                None
+            }
+            Err(e) => panic!("looking up {what}: unexpected error {e:?}"),
+        }
+    }
+    let tail = |s: &str| s.rsplit('|').next().unwrap_or(s).to_owned();
+    match r.type_.as_str() {
+        "AWS::EC2::VPC" => gone(what, ec2.describe_vpcs().vpc_ids(id).send().await)
+            .is_some_and(|o| !o.vpcs().is_empty()),
+        "AWS::EC2::Subnet" => gone(what, ec2.describe_subnets().subnet_ids(id).send().await)
+            .is_some_and(|o| !o.subnets().is_empty()),
+        "AWS::EC2::InternetGateway" => gone(
+            what,
+            ec2.describe_internet_gateways()
+                .internet_gateway_ids(id)
+                .send()
+                .await,
+        )
+        .is_some_and(|o| !o.internet_gateways().is_empty()),
+        "AWS::EC2::VPCGatewayAttachment" => gone(
+            what,
+            ec2.describe_internet_gateways()
+                .filters(
+                    Filter::builder()
+                        .name("attachment.vpc-id")
+                        .values(tail(id))
+                        .build(),
+                )
+                .send()
+                .await,
+        )
+        .is_some_and(|o| !o.internet_gateways().is_empty()),
+        "AWS::EC2::RouteTable" => gone(
+            what,
+            ec2.describe_route_tables().route_table_ids(id).send().await,
+        )
+        .is_some_and(|o| !o.route_tables().is_empty()),
+        "AWS::EC2::Route" => {
+            let (table, dest) = id.split_once('|').expect("rtb|destination");
+            gone(
+                what,
+                ec2.describe_route_tables()
+                    .route_table_ids(table)
+                    .send()
+                    .await,
+            )
+            .is_some_and(|o| {
+                o.route_tables().iter().flat_map(|t| t.routes()).any(|x| {
+                    x.destination_cidr_block() == Some(dest)
+                        || x.destination_ipv6_cidr_block() == Some(dest)
+                })
+            })
+        }
+        "AWS::EC2::SubnetRouteTableAssociation" => gone(
+            what,
+            ec2.describe_route_tables()
+                .filters(
+                    Filter::builder()
+                        .name("association.route-table-association-id")
+                        .values(id)
+                        .build(),
+                )
+                .send()
+                .await,
+        )
+        .is_some_and(|o| !o.route_tables().is_empty()),
+        "AWS::EC2::EIP" => gone(
+            what,
+            ec2.describe_addresses()
+                .allocation_ids(tail(id))
+                .send()
+                .await,
+        )
+        .is_some_and(|o| !o.addresses().is_empty()),
+        "AWS::EC2::NatGateway" => gone(
+            what,
+            ec2.describe_nat_gateways().nat_gateway_ids(id).send().await,
+        )
+        .is_some_and(|o| {
+            o.nat_gateways()
+                .iter()
+                .any(|n| n.state().is_some_and(|s| s.as_str() != "deleted"))
+        }),
+        "AWS::EC2::SecurityGroup" => gone(
+            what,
+            ec2.describe_security_groups().group_ids(id).send().await,
+        )
+        .is_some_and(|o| !o.security_groups().is_empty()),
+        "AWS::EC2::SecurityGroupIngress" | "AWS::EC2::SecurityGroupEgress" => gone(
+            what,
+            ec2.describe_security_group_rules()
+                .security_group_rule_ids(id)
+                .send()
+                .await,
+        )
+        .is_some_and(|o| !o.security_group_rules().is_empty()),
         other => panic!("{what}: no independent existence check for {other}; add one"),
     }
 }

@@ -15,6 +15,7 @@ mod emulator_smoke;
 mod provider_cloudcontrol;
 mod provider_custom;
 mod provider_dynamodb;
+mod provider_ec2;
 mod provider_iam;
 mod provider_lambda;
 mod provider_logs;

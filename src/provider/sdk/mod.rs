@@ -8,6 +8,7 @@
 //! with bounded backoff, never slept on blindly.
 
 mod dynamodb;
+mod ec2;
 mod iam;
 mod lambda;
 mod logs;
@@ -50,6 +51,7 @@ fn with_properties<'a>(
 pub fn all() -> Vec<Arc<dyn Provider>> {
     vec![
         Arc::new(dynamodb::DynamoDbTableProvider),
+        Arc::new(ec2::Ec2NetworkProvider),
         Arc::new(iam::RoleProvider),
         Arc::new(iam::PolicyProvider),
         Arc::new(iam::ManagedPolicyProvider),
