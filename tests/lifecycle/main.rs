@@ -21,4 +21,5 @@ mod deploy_secrets;
 mod destroy;
 mod events;
 mod diff;
+mod ec2_network;
 mod secrets_paths;
