@@ -125,7 +125,7 @@ async fn a_cdk_vpc_deploys_updates_and_destroys_through_the_ec2_sdk_provider() {
     let (code, text) = run("bootstrap", "ec2-network", &bucket, &[], None);
     assert_eq!(code, 0, "bootstrap: {text}");
     let trace = std::env::temp_dir().join(format!("{bucket}.trace.jsonl"));
-    let (code, text) = run("deploy", "ec2-network", &bucket, &[], Some(&trace));
+    let (code, text) = run("deploy", "ec2-network", &bucket, &[], Some(trace.as_path()));
     assert_eq!(code, 0, "deploy v1: {text}");
 
     // Every EC2 type on the SDK route: recorded so, and not one Cloud Control call.
