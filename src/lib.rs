@@ -41,7 +41,7 @@ use clap::Parser;
 
 /// Parses the command line, runs the command, prints any error as one line, returns the exit code.
 pub fn run() -> std::process::ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let mut cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -54,6 +54,9 @@ pub fn run() -> std::process::ExitCode {
             };
         }
     };
+    if let Some(selection) = cli.command.selection_mut() {
+        selection.absorb_stack_flag();
+    }
     if cli.global.cdk.no_color {
         // Before any thread starts: every colour decision reads NO_COLOR.
         std::env::set_var(env::NO_COLOR, "1");

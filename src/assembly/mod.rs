@@ -73,6 +73,12 @@ pub enum AssemblyError {
         path: String,
         message: String,
     },
+    #[error("synthesis reported {count} warning(s) (--strict mode); first: {path}: {message}; fix them, or deploy without --strict")]
+    StrictWarnings {
+        count: usize,
+        path: String,
+        message: String,
+    },
     #[error("the cloud assembly lacks context values: {}; synthesize from the app command (cdkd then looks them up), or pass them with -c key=value", describe_missing(.missing))]
     MissingContext { missing: Vec<MissingContext> },
 }
@@ -138,23 +144,50 @@ pub async fn obtain(
     }
 }
 
-/// Splits the selected stacks' annotations: warnings are returned to print, errors fail.
+/// How annotations fail a run (upstream cdkd's and the CDK CLI's `--strict` and
+/// `--ignore-errors`): by default an error fails and a warning is printed; `strict` fails on a
+/// warning too; `ignore_errors` prints errors without failing. Both: strict wins.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AnnotationPolicy {
+    pub strict: bool,
+    pub ignore_errors: bool,
+}
+
+/// Splits the selected stacks' annotations under the default policy: warnings are returned to
+/// print, errors fail.
 pub fn check_annotations(stacks: &[&StackArtifact]) -> Result<Vec<Annotation>, AssemblyError> {
+    check_annotations_with(stacks, AnnotationPolicy::default())
+}
+
+/// [`check_annotations`] under `policy`; the annotations returned are to be printed.
+pub fn check_annotations_with(
+    stacks: &[&StackArtifact],
+    policy: AnnotationPolicy,
+) -> Result<Vec<Annotation>, AssemblyError> {
     let all: Vec<&Annotation> = stacks.iter().flat_map(|s| s.annotations.iter()).collect();
-    let errors: Vec<&&Annotation> = all
-        .iter()
-        .filter(|a| a.severity == Severity::Error)
-        .collect();
-    if let Some(first) = errors.first() {
+    let of = |severity: Severity| -> Vec<&Annotation> {
+        all.iter()
+            .copied()
+            .filter(|a| a.severity == severity)
+            .collect()
+    };
+    let (errors, warnings) = (of(Severity::Error), of(Severity::Warning));
+    if let Some(first) = errors
+        .first()
+        .filter(|_| policy.strict || !policy.ignore_errors)
+    {
         return Err(AssemblyError::ErrorAnnotations {
             count: errors.len(),
             path: first.path.clone(),
             message: first.message.clone(),
         });
     }
-    Ok(all
-        .into_iter()
-        .filter(|a| a.severity == Severity::Warning)
-        .cloned()
-        .collect())
+    if let Some(first) = warnings.first().filter(|_| policy.strict) {
+        return Err(AssemblyError::StrictWarnings {
+            count: warnings.len(),
+            path: first.path.clone(),
+            message: first.message.clone(),
+        });
+    }
+    Ok(errors.into_iter().chain(warnings).cloned().collect())
 }

@@ -92,6 +92,22 @@ pub struct StackSelection {
     /// Select every stack in the app.
     #[arg(long)]
     pub all: bool,
+
+    /// The stack to operate on, as upstream cdkd's `--stack NAME`: used when no STACKS are
+    /// named (named ones win).
+    #[arg(long = "stack", value_name = "NAME")]
+    pub stack: Option<String>,
+}
+
+impl StackSelection {
+    /// Folds `--stack` into the named stacks when none are named (upstream's precedence).
+    pub fn absorb_stack_flag(&mut self) {
+        if let Some(name) = self.stack.take() {
+            if self.stacks.is_empty() {
+                self.stacks.push(name);
+            }
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -204,6 +220,12 @@ pub struct DeployArgs {
     pub skip_final_snapshot: bool,
     #[command(flatten)]
     pub fallback: CfnFallback,
+    /// Publish no asset (upstream cdkd's --skip-assets): the stacks deploy against the assets
+    /// an earlier deploy or `cdkd publish-assets` published.
+    #[arg(long)]
+    pub skip_assets: bool,
+    #[command(flatten)]
+    pub annotations: AnnotationFlags,
     #[command(flatten)]
     pub cdk: CdkDeployCompat,
 }
@@ -235,6 +257,9 @@ pub enum RequireApproval {
     AnyChange,
     /// Ask before a replacement or a deletion.
     Destructive,
+    /// Ask when permissions widen (the CDK's meaning): an IAM statement, a managed-policy
+    /// attachment, an `AWS::Lambda::Permission` or a security-group rule added, a Deny removed.
+    Broadening,
 }
 
 #[derive(Debug, Args)]
@@ -252,6 +277,10 @@ pub struct DiffArgs {
     /// Print the differences as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Show only the security changes (the IAM statement, managed-policy and security-group
+    /// tables); --fail then exits 1 only when permissions broaden.
+    #[arg(long)]
+    pub security_only: bool,
     /// Also diff each nested stack (AWS::CloudFormation::Stack row) against its own record,
     /// shown under its parent; --fail then considers the whole tree.
     #[arg(long)]
@@ -296,6 +325,29 @@ pub struct SynthArgs {
     /// Print templates as JSON instead of YAML.
     #[arg(short = 'j', long)]
     pub json: bool,
+    #[command(flatten)]
+    pub annotations: AnnotationFlags,
+}
+
+/// `--strict` / `--ignore-errors` (deploy and synth), with upstream cdkd's meaning.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct AnnotationFlags {
+    /// Fail when a selected stack carries a warning annotation, not only an error.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print error annotations without failing (the deployment is likely invalid); --strict
+    /// wins over it.
+    #[arg(long)]
+    pub ignore_errors: bool,
+}
+
+impl AnnotationFlags {
+    pub fn policy(self) -> crate::assembly::AnnotationPolicy {
+        crate::assembly::AnnotationPolicy {
+            strict: self.strict,
+            ignore_errors: self.ignore_errors,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -595,6 +647,21 @@ pub struct StateDestroyArgs {
 }
 
 impl Command {
+    /// The stack selection of a multi-stack command.
+    pub fn selection_mut(&mut self) -> Option<&mut StackSelection> {
+        match self {
+            Command::Deploy(a) => Some(&mut a.selection),
+            Command::Diff(a) => Some(&mut a.selection),
+            Command::Destroy(a) => Some(&mut a.selection),
+            Command::Synth(a) => Some(&mut a.selection),
+            Command::List(a) => Some(&mut a.selection),
+            Command::Scrub(a) => Some(&mut a.selection),
+            Command::Drift(a) => Some(&mut a.selection),
+            Command::PublishAssets(a) => Some(&mut a.selection),
+            _ => None,
+        }
+    }
+
     /// The command's name as typed, for messages.
     pub fn name(&self) -> &'static str {
         match self {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::{require_complete, select_ordered, Session};
+use super::{require_complete, select_ordered_with, Session};
 use crate::assembly::StackArtifact;
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::{DeployArgs, RequireApproval};
@@ -61,7 +61,12 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     }
     let assembly = session.assembly().await?;
     require_complete(&assembly)?;
-    let selected = select_ordered(&assembly, &args.selection, !args.exclusively)?;
+    let selected = select_ordered_with(
+        &assembly,
+        &args.selection,
+        !args.exclusively,
+        args.annotations.policy(),
+    )?;
     let after = selected.after.clone();
     let stacks: Vec<StackArtifact> = selected.stacks.into_iter().cloned().collect();
     if stacks.is_empty() {
@@ -125,8 +130,12 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     }
     // Every selected stack's file and container assets, published before any stack deploys
     // (and, in a region opted into cdkd-owned asset storage, templates rewritten to match).
-    let (stacks, _redirected_templates) =
-        crate::assets::publish_for_deploy(&clients, &env.backend, &account_id, stacks).await?;
+    // --skip-assets: the templates as a deploy rewrites them, nothing uploaded.
+    let (stacks, _redirected_templates) = if args.skip_assets {
+        crate::assets::redirect_for_reading(&clients, &env.backend, &account_id, stacks).await?
+    } else {
+        crate::assets::publish_for_deploy(&clients, &env.backend, &account_id, stacks).await?
+    };
 
     let progress = Arc::new(Progress::new(bar_suits_stderr()));
     options.progress = Some(progress.clone());
@@ -447,11 +456,13 @@ async fn deploy_one(
         ui::info(heading);
     }
     let options = &options;
+    let stack_tags = crate::engine::deploy::stack_tags::from_manifest(&stack.tags);
     let target = StackTarget {
         stack_name: &stack.stack_name,
         region: &region,
         template_file: &stack.template_file,
         termination_protection: stack.termination_protection,
+        stack_tags: &stack_tags,
     };
     deploy_stack(env, &target, options)
         .await
@@ -471,11 +482,13 @@ async fn dry_run_all(
     for stack in stacks {
         let planned = match stack_region(env, stack) {
             Ok(region) => {
+                let stack_tags = crate::engine::deploy::stack_tags::from_manifest(&stack.tags);
                 let target = StackTarget {
                     stack_name: &stack.stack_name,
                     region: &region,
                     template_file: &stack.template_file,
                     termination_protection: stack.termination_protection,
+                    stack_tags: &stack_tags,
                 };
                 dry_run(env, &target, options)
                     .await
@@ -513,24 +526,15 @@ fn no_rollback(args: &DeployArgs, from_cdk_json: Option<bool>) -> bool {
     from_cdk_json == Some(false)
 }
 
-/// `--require-approval`, else cdk.json "requireApproval", else never. cdk.json's
-/// "broadening" (the CDK's default) asks before any change until cdkd can tell a broadening
-/// one: stricter, never weaker.
+/// `--require-approval`, else cdk.json "requireApproval", else never (upstream cdkd never
+/// asks).
 fn approval_level(args: &DeployArgs, from_cdk_json: Option<&str>) -> RequireApproval {
     if let Some(level) = args.require_approval {
         return level;
     }
-    match from_cdk_json {
-        Some(crate::config::BROADENING) => {
-            ui::warn(
-                "cdk.json \"requireApproval\": \"broadening\" is read as any-change (cdkd does \
-                 not tell a broadening change yet); pass --require-approval to choose",
-            );
-            RequireApproval::AnyChange
-        }
-        Some(other) => crate::config::approval_level(other).unwrap_or_default(),
-        None => RequireApproval::Never,
-    }
+    from_cdk_json
+        .and_then(crate::config::approval_level)
+        .unwrap_or(RequireApproval::Never)
 }
 
 fn write_outputs_file(path: &std::path::Path, outputs: &Map<String, Value>) -> Result<()> {

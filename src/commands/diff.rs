@@ -91,10 +91,12 @@ pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
         tasks.spawn(async move {
             let diffed = match region {
                 Ok(region) => {
+                    let stack_tags = crate::engine::deploy::stack_tags::from_manifest(&stack.tags);
                     let target = DiffTarget {
                         stack_name: &stack.stack_name,
                         region: &region,
                         template_file: &stack.template_file,
+                        stack_tags: &stack_tags,
                     };
                     diff_stack(&env, &target, &parameters)
                         .await
@@ -131,11 +133,19 @@ pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
 
     if args.json {
         ui::output(ui::diff_json::render_json(&diffs));
+    } else if !diffs.is_empty() && args.security_only {
+        let text = ui::diff::render_security(&diffs, colour_on_stdout());
+        ui::output(text.trim_end());
     } else if !diffs.is_empty() {
         let text = ui::diff::render(&diffs, colour_on_stdout());
         ui::output(text.trim_end());
     }
-    let changed = diffs.iter().any(StackDiff::has_changes);
+    // --security-only: only a broadening counts as a difference (the CDK's meaning).
+    let changed = if args.security_only {
+        diffs.iter().any(StackDiff::broadens)
+    } else {
+        diffs.iter().any(StackDiff::has_changes)
+    };
     Ok(if diffs.iter().any(StackDiff::is_blocked) {
         ExitStatus::Blocked
     } else if failed || (args.fail && changed) {

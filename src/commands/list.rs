@@ -21,6 +21,7 @@ pub async fn run(session: &Session, args: &ListArgs) -> Result<ExitStatus> {
         StackSelection {
             stacks: Vec::new(),
             all: true,
+            stack: None,
         }
     } else {
         args.selection.clone()

@@ -173,6 +173,21 @@ pub fn select_ordered<'a>(
     selection: &StackSelection,
     with_dependencies: bool,
 ) -> Result<Selection<'a>> {
+    select_ordered_with(
+        assembly,
+        selection,
+        with_dependencies,
+        assembly::AnnotationPolicy::default(),
+    )
+}
+
+/// [`select_ordered`] with annotations judged by `policy` (`--strict`, `--ignore-errors`).
+pub fn select_ordered_with<'a>(
+    assembly: &'a CloudAssembly,
+    selection: &StackSelection,
+    with_dependencies: bool,
+    policy: assembly::AnnotationPolicy,
+) -> Result<Selection<'a>> {
     let selected = assembly::select_ordered(
         assembly,
         &Selector {
@@ -181,8 +196,12 @@ pub fn select_ordered<'a>(
             with_dependencies,
         },
     )?;
-    for warning in assembly::check_annotations(&selected.stacks)? {
-        ui::warn(format!("{}: {}", warning.path, warning.message));
+    for note in assembly::check_annotations_with(&selected.stacks, policy)? {
+        let line = format!("{}: {}", note.path, note.message);
+        match note.severity {
+            assembly::Severity::Error => ui::error(line),
+            _ => ui::warn(line),
+        }
     }
     for note in &selected.notes {
         ui::warn(note);

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{require_complete, select_stacks, Session};
+use super::{require_complete, select_ordered_with, Session};
 use crate::cli::SynthArgs;
 use crate::error::{ExitStatus, Result};
 use crate::template;
@@ -15,7 +15,9 @@ pub async fn run(session: &Session, args: &SynthArgs) -> Result<ExitStatus> {
     if nothing_named && assembly.stacks.len() > 1 {
         // Like `cdk synth`: synthesize everything, print nothing, say how to see one template.
         let all: Vec<_> = assembly.stacks.iter().collect();
-        crate::assembly::check_annotations(&all)?;
+        for note in crate::assembly::check_annotations_with(&all, args.annotations.policy())? {
+            ui::warn(format!("{}: {}", note.path, note.message));
+        }
         for stack in &all {
             template::parse_template_file(&stack.template_file)?;
         }
@@ -34,7 +36,8 @@ pub async fn run(session: &Session, args: &SynthArgs) -> Result<ExitStatus> {
         ));
         return Ok(ExitStatus::Success);
     }
-    let stacks = select_stacks(&assembly, &args.selection, false)?;
+    let stacks =
+        select_ordered_with(&assembly, &args.selection, false, args.annotations.policy())?.stacks;
     let mut templates = Vec::with_capacity(stacks.len());
     for stack in &stacks {
         let parsed = template::parse_template_file(&stack.template_file)?;

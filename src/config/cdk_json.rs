@@ -69,10 +69,6 @@ const CDK_ONLY: &[&str] = &[
     "cliTelemetry",
 ];
 
-/// The `requireApproval` value cdkd cannot honour yet; read as `any-change` (safer, not
-/// weaker), with a warning where a deploy uses it.
-pub const BROADENING: &str = "broadening";
-
 /// One JSON configuration file, as the CDK CLI reads it.
 #[derive(Debug, Default, Clone)]
 pub struct ConfigFile {
@@ -121,7 +117,7 @@ impl ConfigFile {
             ..ConfigFile::default()
         };
         if let Some(level) = &out.require_approval {
-            if level != BROADENING && approval_level(level).is_none() {
+            if approval_level(level).is_none() {
                 return Err(wrong_shape(
                     file,
                     "\"requireApproval\"",
@@ -159,7 +155,8 @@ impl ConfigFile {
     }
 }
 
-/// A `requireApproval` value cdkd has a level for (`broadening` is not one yet).
+/// The level a `requireApproval` value names (`never`, `any-change`, `broadening`,
+/// `destructive`).
 pub fn approval_level(value: &str) -> Option<RequireApproval> {
     <RequireApproval as clap::ValueEnum>::from_str(value, false).ok()
 }
@@ -188,7 +185,10 @@ mod tests {
             approval_level("any-change"),
             Some(RequireApproval::AnyChange)
         );
-        assert_eq!(approval_level(BROADENING), None);
+        assert_eq!(
+            approval_level("broadening"),
+            Some(RequireApproval::Broadening)
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::cli::GlobalOptions;
 use crate::env;
 
 mod cdk_json;
-pub use cdk_json::{approval_level, ConfigFile, BROADENING};
+pub use cdk_json::{approval_level, ConfigFile};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

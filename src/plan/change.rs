@@ -114,6 +114,13 @@ pub struct ChangeSet {
     pub stack: String,
     /// One entry per resource, in template order, then deletions in state order.
     pub changes: Vec<ResourceChange>,
+    /// The IAM and security-group part of the changes (`--require-approval broadening`, the
+    /// diff's security tables).
+    #[serde(
+        default,
+        skip_serializing_if = "super::security::SecurityChanges::is_empty"
+    )]
+    pub security: super::security::SecurityChanges,
 }
 
 impl ChangeSet {
@@ -121,6 +128,7 @@ impl ChangeSet {
         ChangeSet {
             stack: stack.to_string(),
             changes: Vec::new(),
+            security: Default::default(),
         }
     }
 

@@ -25,6 +25,7 @@ mod delete_rules;
 mod graph;
 mod ready;
 pub mod refs;
+pub mod security;
 
 pub use change::{ChangeCounts, ChangeKind, ChangeReason, ChangeSet, PropertyDiff, ResourceChange};
 pub use critical::CriticalPath;

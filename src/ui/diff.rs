@@ -30,6 +30,21 @@ pub fn render(diffs: &[StackDiff], colour: bool) -> String {
     p.out
 }
 
+/// Only the security tables of every stack (`cdkd diff --security-only`).
+pub fn render_security(diffs: &[StackDiff], colour: bool) -> String {
+    let mut p = Printer {
+        out: String::new(),
+        colour,
+    };
+    for (i, d) in diffs.iter().enumerate() {
+        if i > 0 {
+            p.out.push('\n');
+        }
+        p.security_only(d);
+    }
+    p.out
+}
+
 /// Text with control, bidi and other invisible characters removed.
 pub fn clean(text: &str) -> String {
     text.chars()
@@ -105,6 +120,10 @@ impl Printer {
                 self.output(o);
             }
         }
+        if !d.security.is_empty() {
+            self.out.push('\n');
+            self.security(d);
+        }
         for n in &d.notes {
             let text = format!("Note: {}", clean(n));
             self.line(&text);
@@ -112,6 +131,27 @@ impl Printer {
         for child in &d.nested {
             self.out.push('\n');
             self.stack(child, Some(&d.stack_name));
+        }
+    }
+
+    /// The security tables (crate::plan::security::render), every line cleaned.
+    fn security(&mut self, d: &StackDiff) {
+        for line in crate::plan::security::render::tables(&d.security) {
+            self.line(&clean(&line));
+        }
+    }
+
+    fn security_only(&mut self, d: &StackDiff) {
+        let header = self.paint(BOLD, &format!("Stack {}", clean(&d.stack_name)));
+        self.line(&header);
+        if d.security.is_empty() {
+            self.line("There were no security-related changes");
+        } else {
+            self.security(d);
+        }
+        for child in &d.nested {
+            self.out.push('\n');
+            self.security_only(child);
         }
     }
 

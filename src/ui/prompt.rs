@@ -18,6 +18,7 @@ pub fn needs_approval(level: RequireApproval, changes: &ChangeSet) -> bool {
             .changes
             .iter()
             .any(|c| matches!(c.kind, ChangeKind::Replace | ChangeKind::Delete)),
+        RequireApproval::Broadening => changes.security.broadening,
     }
 }
 
@@ -26,11 +27,16 @@ fn level_name(level: RequireApproval) -> &'static str {
         RequireApproval::Never => "never",
         RequireApproval::AnyChange => "any-change",
         RequireApproval::Destructive => "destructive",
+        RequireApproval::Broadening => "broadening",
     }
 }
 
-/// The lines that show what needs approval: `  [-] Queue (AWS::SQS::Queue) delete`.
+/// The lines that show what needs approval: `  [-] Queue (AWS::SQS::Queue) delete`; for
+/// `broadening`, the security tables (IAM statements, managed policies, security groups).
 pub fn describe(level: RequireApproval, changes: &ChangeSet) -> Vec<String> {
+    if level == RequireApproval::Broadening {
+        return crate::plan::security::render::tables(&changes.security);
+    }
     changes
         .changes
         .iter()
@@ -81,6 +87,14 @@ impl Approve for ApprovalGate {
         }
         let level = level_name(self.level);
         if !self.interactive {
+            // What widens is shown even when it cannot be asked about.
+            if self.level == RequireApproval::Broadening {
+                let _one_at_a_time = self.asking.lock().unwrap_or_else(|p| p.into_inner());
+                super::info(format!("{stack}: these changes broaden permissions:"));
+                for line in describe(self.level, changes) {
+                    super::info(line);
+                }
+            }
             return Err(format!(
                 "these changes need approval (--require-approval {level}) and there is \
                  no terminal to ask on; pass --yes to approve them (review them first with \
@@ -152,5 +166,38 @@ mod tests {
         );
         let gate = ApprovalGate { yes: true, ..gate };
         assert!(gate.approve("S", &delete).is_ok());
+    }
+
+    #[test]
+    fn broadening_asks_only_when_permissions_widen() {
+        let mut widened = set(&[ChangeKind::Create]);
+        let new = serde_json::json!({"Roles": ["r"], "PolicyDocument": {"Statement": [
+            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}});
+        widened.security = crate::plan::security::analyze([crate::plan::security::Sides {
+            logical_id: "P",
+            resource_type: "AWS::IAM::Policy",
+            old: None,
+            new: new.as_object(),
+        }]);
+        let queue_only = set(&[ChangeKind::Create, ChangeKind::Delete]);
+        assert!(needs_approval(RequireApproval::Broadening, &widened));
+        assert!(!needs_approval(RequireApproval::Broadening, &queue_only));
+        let lines = describe(RequireApproval::Broadening, &widened);
+        assert_eq!(lines[0], "IAM Statement Changes");
+        assert!(
+            lines.iter().any(|l| l.contains("s3:GetObject")),
+            "{lines:?}"
+        );
+        let gate = ApprovalGate {
+            level: RequireApproval::Broadening,
+            yes: false,
+            interactive: false,
+            asking: Mutex::new(()),
+        };
+        assert!(gate
+            .approve("S", &widened)
+            .unwrap_err()
+            .contains("broadening"));
+        assert!(gate.approve("S", &queue_only).is_ok());
     }
 }

@@ -362,6 +362,97 @@ fn warnings_are_printed_and_error_annotations_fail() {
     assert_one_line_error(&out, "/ErrorStack/Queue: This queue is a fixture error");
 }
 
+/// `--strict` (upstream cdkd's and the CDK's): a warning annotation fails too; `--ignore-errors`
+/// prints an error annotation and goes on; both together: strict wins.
+#[test]
+fn strict_fails_on_warnings_and_ignore_errors_goes_on_past_errors() {
+    let dir = fixture("annotations");
+    let out = run_in(&dir, &["synth", "--strict", "-a", "cdk.out"]);
+    assert_one_line_error(&out, "1 warning(s) (--strict mode)");
+    assert!(stderr_of(&out).contains("This queue is only a fixture warning"));
+
+    let out = run_in(&dir, &["synth", "--ignore-errors", "-a", "error.out"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("/ErrorStack/Queue: This queue is a fixture error"),
+        "the error is still shown: {}",
+        stderr_of(&out)
+    );
+    assert!(
+        stdout_of(&out).contains("AWS::SQS::Queue"),
+        "the template is printed"
+    );
+
+    let out = run_in(
+        &dir,
+        &["synth", "--ignore-errors", "--strict", "-a", "error.out"],
+    );
+    assert_one_line_error(&out, "/ErrorStack/Queue: This queue is a fixture error");
+    // deploy judges annotations the same way, before anything is read from AWS.
+    let out = run_in(
+        &dir,
+        &[
+            "deploy",
+            "--strict",
+            "-a",
+            "cdk.out",
+            "--state-bucket",
+            "unused",
+        ],
+    );
+    assert_one_line_error(&out, "(--strict mode)");
+}
+
+/// Upstream cdkd's `--stack NAME` selects a stack like a positional name; a named one wins.
+#[test]
+fn the_stack_flag_selects_a_stack() {
+    let dir = fixture("cross-stack");
+    let out = run_in(
+        &dir,
+        &[
+            "synth",
+            "--json",
+            "-a",
+            "cdk.out",
+            "--stack",
+            "ProducerStack",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let template: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one template");
+    let types: Vec<&str> = template["Resources"]
+        .as_object()
+        .expect("resources")
+        .values()
+        .filter_map(|r| r["Type"].as_str())
+        .collect();
+    assert!(
+        types.contains(&"AWS::S3::Bucket"),
+        "the producer's: {types:?}"
+    );
+    assert!(
+        !types.contains(&"AWS::SSM::Parameter"),
+        "not the consumer's: {types:?}"
+    );
+    let out = run_in(
+        &dir,
+        &[
+            "ls",
+            "-a",
+            "cdk.out",
+            "--stack",
+            "ProducerStack",
+            "ConsumerStack",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(
+        stdout_of(&out).trim(),
+        "ConsumerStack",
+        "the named stack wins"
+    );
+}
+
 #[test]
 fn missing_context_is_reported_clearly() {
     let dir = fixture("missing-context");

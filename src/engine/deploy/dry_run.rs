@@ -60,6 +60,7 @@ pub async fn dry_run(
             prepare::prepare_for_preview(
                 stack,
                 target.template_file,
+                target.stack_tags,
                 ctx,
                 &options.parameters,
                 &options.secret_parameters,
@@ -72,6 +73,7 @@ pub async fn dry_run(
         None => prepare::prepare(
             stack,
             target.template_file,
+            target.stack_tags,
             ctx,
             &options.parameters,
             &options.secret_parameters,

@@ -40,6 +40,8 @@ mod replay;
 mod report;
 mod rollback;
 mod route;
+mod security;
+pub mod stack_tags;
 mod staged;
 mod tokens;
 pub(crate) mod unrecorded;
@@ -165,6 +167,8 @@ pub struct StackTarget<'a> {
     /// The manifest's `terminationProtection` (a nested stack has its top-level stack's): a
     /// deploy that would delete a nested stack of it is refused.
     pub termination_protection: bool,
+    /// The stack's tags (stack_tags.rs), written into every resource that takes tags.
+    pub stack_tags: &'a [(String, String)],
 }
 
 /// What a stack's deploy did.

@@ -127,6 +127,8 @@ pub(super) async fn provision(
     let template_file = child_template(&scope.assembly_dir, id, res, &desired)?;
     let child = child_stack_name(&run.stack, id);
     let parameters = child_parameters(&child, &desired)?;
+    // The row's tags (the parent's stack tags among them) are the child's stack tags.
+    let stack_tags = super::stack_tags::from_tag_list(desired.get("Tags"));
     let parent = ParentLink {
         stack: run.stack.clone(),
         logical_id: id.to_owned(),
@@ -143,6 +145,7 @@ pub(super) async fn provision(
         &child,
         &run.region,
         &template_file,
+        &stack_tags,
         &options,
         parent,
         scope.termination_protection,
@@ -269,6 +272,7 @@ fn deploy_child<'a>(
     child: &'a str,
     region: &'a str,
     template_file: &'a Path,
+    stack_tags: &'a [(String, String)],
     options: &'a DeployOptions,
     parent: ParentLink,
     termination_protection: bool,
@@ -284,6 +288,7 @@ fn deploy_child<'a>(
             region,
             template_file,
             termination_protection,
+            stack_tags,
         };
         let result = super::deploy_locked(env, &target, options, &lock, Some(&parent)).await;
         lock.release_and_warn().await;

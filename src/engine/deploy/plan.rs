@@ -305,6 +305,7 @@ pub(super) fn plan(
         change.reasons.push(ChangeReason::Removed);
         changes.changes.push(change);
     }
+    changes.security = super::security::gather(resolution, state, &snapshot, &changes);
     Ok(Plan {
         changes,
         planned,

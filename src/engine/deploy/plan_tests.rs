@@ -12,7 +12,16 @@ fn prepared(template: Value, overrides: &[ParameterOverride]) -> (tempfile::Temp
     let file = dir.path().join("S.template.json");
     std::fs::write(&file, template.to_string()).unwrap();
     let ctx = ResolveContext::new("S", "us-east-1", Some("123456789012".into()));
-    let p = prepare("S", &file, ctx, overrides, &[], Arc::new(NoExternalLookup)).unwrap();
+    let p = prepare(
+        "S",
+        &file,
+        &[],
+        ctx,
+        overrides,
+        &[],
+        Arc::new(NoExternalLookup),
+    )
+    .unwrap();
     (dir, p)
 }
 

@@ -40,6 +40,7 @@ pub(super) struct Prepared {
 pub(super) fn prepare(
     stack: &str,
     template_file: &Path,
+    stack_tags: &[(String, String)],
     ctx: ResolveContext,
     overrides: &[ParameterOverride],
     secret_parameters: &[(String, Option<String>)],
@@ -49,6 +50,7 @@ pub(super) fn prepare(
     build(
         stack,
         template,
+        stack_tags,
         ctx,
         overrides,
         secret_parameters,
@@ -59,9 +61,11 @@ pub(super) fn prepare(
 
 /// Prepares a stack for a deploy: fetches what it reads from outside first, through
 /// `reader` (`state` supplies the physical ids and attributes references need meanwhile).
+#[allow(clippy::too_many_arguments)] // the deploy's own inputs, passed through unchanged
 pub(super) async fn prepare_prefetched(
     stack: &str,
     template_file: &Path,
+    stack_tags: &[(String, String)],
     ctx: ResolveContext,
     overrides: &[ParameterOverride],
     secret_parameters: &[(String, Option<String>)],
@@ -75,6 +79,7 @@ pub(super) async fn prepare_prefetched(
     let prepared = build(
         stack,
         template,
+        stack_tags,
         ctx,
         overrides,
         secret_parameters,
@@ -97,9 +102,11 @@ pub(super) async fn prepare_prefetched(
 /// own prefetching preparation when there is a reader, which must withhold secrets (checked:
 /// a reader that would fetch one is not used), else the plain one with nothing read from
 /// outside.
+#[allow(clippy::too_many_arguments)] // the deploy's own inputs, passed through unchanged
 pub(super) async fn prepare_for_preview(
     stack: &str,
     template_file: &Path,
+    stack_tags: &[(String, String)],
     ctx: ResolveContext,
     overrides: &[ParameterOverride],
     secret_parameters: &[(String, Option<String>)],
@@ -112,6 +119,7 @@ pub(super) async fn prepare_for_preview(
             prepare_prefetched(
                 stack,
                 template_file,
+                stack_tags,
                 ctx,
                 overrides,
                 secret_parameters,
@@ -124,6 +132,7 @@ pub(super) async fn prepare_for_preview(
         None => prepare(
             stack,
             template_file,
+            stack_tags,
             ctx,
             overrides,
             secret_parameters,
@@ -132,15 +141,19 @@ pub(super) async fn prepare_for_preview(
     }
 }
 
+#[allow(clippy::too_many_arguments)] // the deploy's own inputs, passed through unchanged
 fn build(
     stack: &str,
     mut template: Template,
+    stack_tags: &[(String, String)],
     ctx: ResolveContext,
     overrides: &[ParameterOverride],
     secret_parameters: &[(String, Option<String>)],
     external: Arc<dyn ExternalLookup + Send + Sync>,
     prefetched: Option<Arc<PrefetchedLookup>>,
 ) -> Result<Prepared, DeployError> {
+    // Before anything reads the template: the plan, the diff and the record see the tags.
+    super::stack_tags::apply(&mut template, stack_tags);
     let mut params = bind_parameters(&template, overrides, stack, external.as_ref())?;
     // A nested child's parameter its parent filled from a NoEcho source is a NoEcho
     // parameter whatever the child template declares (state-schema, "What else changes").

@@ -58,6 +58,8 @@ pub(crate) struct NestedChild {
     pub template_file: Result<PathBuf, String>,
     /// The row's resolved Parameters as the child's parameter values.
     pub parameters: Result<Vec<ParameterOverride>, String>,
+    /// The row's resolved `Tags`, the child's stack tags (stack_tags.rs).
+    pub stack_tags: Vec<(String, String)>,
     /// The row's parameters the parent fills from a secret (`nested::secret_parameters`):
     /// the child masks them as its deploy would.
     pub secret_parameters: Vec<(String, Option<String>)>,
@@ -72,6 +74,7 @@ pub(crate) async fn preview(
     region: &str,
     account_id: &str,
     template_file: &Path,
+    stack_tags: &[(String, String)],
     overrides: &[ParameterOverride],
     secret_parameters: &[(String, Option<String>)],
     reader: Option<Arc<ExternalReader>>,
@@ -82,6 +85,7 @@ pub(crate) async fn preview(
     let prepared = prepare::prepare_for_preview(
         stack,
         template_file,
+        stack_tags,
         ctx,
         overrides,
         secret_parameters,
@@ -136,7 +140,7 @@ pub(crate) async fn preview(
             .properties_lenient(&snapshot, id)
             .map(|(d, _)| d)
             .map_err(|e| e.to_string());
-        let (template_file, parameters, secret_parameters) = match desired {
+        let (template_file, parameters, secret_parameters, stack_tags) = match desired {
             Ok(d) => {
                 // As the deploy hands them over: substituted, with the row's secret-fed
                 // parameters named so the child masks them (never shown in its diff).
@@ -151,9 +155,10 @@ pub(crate) async fn preview(
                     super::nested::child_template(assembly_dir, id, res, &sent),
                     super::nested::child_parameters(&child, &sent),
                     secret,
+                    super::stack_tags::from_tag_list(sent.get("Tags")),
                 )
             }
-            Err(e) => (Err(e.clone()), Err(e), Vec::new()),
+            Err(e) => (Err(e.clone()), Err(e), Vec::new(), Vec::new()),
         };
         nested.push(NestedChild {
             logical_id: id.clone(),
@@ -161,6 +166,7 @@ pub(crate) async fn preview(
             template_file,
             parameters,
             secret_parameters,
+            stack_tags,
         });
     }
 

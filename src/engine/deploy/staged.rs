@@ -33,6 +33,7 @@ pub(super) async fn plan_stack(
             prepare::prepare_prefetched(
                 stack,
                 target.template_file,
+                target.stack_tags,
                 ctx,
                 &options.parameters,
                 &options.secret_parameters,
@@ -45,6 +46,7 @@ pub(super) async fn plan_stack(
         None => prepare::prepare(
             stack,
             target.template_file,
+            target.stack_tags,
             ctx,
             &options.parameters,
             &options.secret_parameters,

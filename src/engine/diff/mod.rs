@@ -58,6 +58,8 @@ pub struct DiffTarget<'a> {
     pub stack_name: &'a str,
     pub region: &'a str,
     pub template_file: &'a Path,
+    /// The stack's tags (the deploy's stack_tags.rs), in the resources as a deploy writes them.
+    pub stack_tags: &'a [(String, String)],
 }
 
 /// The diff of one stack (and, recursively, its nested stacks).
@@ -77,6 +79,10 @@ pub struct StackDiff {
     pub blocking: Vec<String>,
     /// Notes that are not changes (they never fail `--fail`).
     pub notes: Vec<String>,
+    /// The IAM statements, managed policies and security-group rules the deploy adds or
+    /// removes (crate::plan::security).
+    #[serde(skip_serializing_if = "crate::plan::security::SecurityChanges::is_empty")]
+    pub security: crate::plan::security::SecurityChanges,
     pub nested: Vec<StackDiff>,
 }
 
@@ -86,6 +92,11 @@ impl StackDiff {
         !self.resources.is_empty()
             || !self.outputs.is_empty()
             || self.nested.iter().any(StackDiff::has_changes)
+    }
+
+    /// Whether the deploy broadens permissions here or in a nested stack.
+    pub fn broadens(&self) -> bool {
+        self.security.broadening || self.nested.iter().any(StackDiff::broadens)
     }
 
     /// Whether a blocking refusal applies here or in a nested stack.
@@ -118,6 +129,7 @@ pub async fn diff_stack(
         target.stack_name.to_owned(),
         target.region.to_owned(),
         target.template_file.to_path_buf(),
+        target.stack_tags.to_vec(),
         overrides.to_vec(),
         Vec::new(),
         None,
@@ -132,6 +144,7 @@ fn diff_boxed(
     stack: String,
     region: String,
     template_file: std::path::PathBuf,
+    stack_tags: Vec<(String, String)>,
     overrides: Vec<ParameterOverride>,
     secret_parameters: Vec<(String, Option<String>)>,
     parent_logical_id: Option<String>,
@@ -192,6 +205,7 @@ fn diff_boxed(
             &region,
             &env.account_id,
             &template_file,
+            &stack_tags,
             &overrides,
             &secret_parameters,
             env.reader.clone(),
@@ -200,6 +214,7 @@ fn diff_boxed(
         )
         .await?;
         diff.blocking.extend(pre.refusals.iter().cloned());
+        diff.security = pre.changes.security.clone();
         diff.resources = rows::resource_rows(&pre, &state);
         let (outs, notes) = outputs::compare(&outputs::OutputsInput {
             stack: &stack,
@@ -235,6 +250,7 @@ fn diff_boxed(
                 name,
                 region.clone(),
                 file,
+                child.stack_tags.clone(),
                 params,
                 child.secret_parameters.clone(),
                 Some(child.logical_id.clone()),

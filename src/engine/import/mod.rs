@@ -221,9 +221,11 @@ async fn compute_inner(
         .clone()
         .ok_or_else(|| DeployError::Refused("import needs the external reader".into()))?;
     let ctx = ResolveContext::new(stack, region, Some(env.account_id.clone()));
+    // No stack tags: an import records the resources as they are; the next deploy adds them.
     let prepared = prepare::prepare_prefetched(
         stack,
         target.template_file,
+        &[],
         ctx,
         &options.parameters,
         &[],
