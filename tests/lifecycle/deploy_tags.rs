@@ -3,8 +3,7 @@
 //! its second variant (tags-v2) changes both values. The emulator must show the stack tags on
 //! the queue, the topic and the parameter (the types moto reports tags for), the queue that
 //! tags `Team` itself keeps its own value, a changed stack tag updates the resources in
-//! place, and `diff --fail` finds nothing left to do. The first deploy also checks upstream
-//! cdkd's `--skip-assets` (nothing published), the second that a plain deploy publishes.
+//! place, and `diff --fail` finds nothing left to do.
 
 use crate::support;
 
@@ -33,41 +32,10 @@ fn run(args: &[&str], bucket: &str) -> (i32, String, String) {
     )
 }
 
-/// Deploys `variant` (with `extra` flags) under a call trace; the S3 PUT paths it sent.
-fn deploy(variant: &str, bucket: &str, extra: &[&str]) -> Vec<String> {
+fn deploy(variant: &str, bucket: &str) {
     let dir = fixture(variant);
-    let trace = tempfile::NamedTempFile::new().expect("trace file");
-    let out = cdkd()
-        .args(["deploy", "--all", "--app", dir.to_str().unwrap()])
-        .args(["--state-bucket", bucket])
-        .args(extra)
-        .env("CDKD_TRACE_FILE", trace.path())
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{variant} deploy failed:\n{stderr}"
-    );
-    std::fs::read_to_string(trace.path())
-        .expect("trace")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|e| e["op"].as_str().map(str::to_owned))
-        .filter(|op| op.starts_with("PUT "))
-        .collect()
-}
-
-/// The object key hash of the stack's template asset in `variant`'s asset manifest.
-fn template_asset(variant: &str) -> String {
-    let text = std::fs::read_to_string(fixture(variant).join("TagsStack.assets.json"))
-        .expect("asset manifest");
-    let v: Value = serde_json::from_str(&text).expect("json");
-    v["files"]
-        .as_object()
-        .and_then(|f| f.keys().next().cloned())
-        .expect("a file asset")
+    let (code, _, stderr) = run(&["deploy", "--all", "--app", dir.to_str().unwrap()], bucket);
+    assert_eq!(code, 0, "{variant} deploy failed:\n{stderr}");
 }
 
 fn outputs(bucket: &str) -> Value {
@@ -150,14 +118,7 @@ async fn stack_tags_reach_every_taggable_resource_and_a_change_updates_them() {
     let (code, _, stderr) = run(&["bootstrap"], &bucket);
     assert_eq!(code, 0, "{stderr}");
 
-    // Upstream's --skip-assets: nothing is published (not even the template asset), and the
-    // stack still deploys.
-    let puts = deploy("tags", &bucket, &["--skip-assets"]);
-    let asset = template_asset("tags");
-    assert!(
-        !puts.iter().any(|op| op.contains(&asset)),
-        "--skip-assets uploaded {asset}: {puts:?}"
-    );
+    deploy("tags", &bucket);
     let before = outputs(&bucket);
     let got = tags(&before).await;
     let stack = map(&[("CostCenter", "cc-1"), ("Team", "blue")]);
@@ -171,12 +132,7 @@ async fn stack_tags_reach_every_taggable_resource_and_a_change_updates_them() {
     );
 
     // Both stack tag values change: every tagged resource is updated in place.
-    let puts = deploy("tags-v2", &bucket, &[]);
-    let asset = template_asset("tags-v2");
-    assert!(
-        puts.iter().any(|op| op.contains(&asset)),
-        "without --skip-assets the template asset {asset} is published: {puts:?}"
-    );
+    deploy("tags-v2", &bucket);
     let after = outputs(&bucket);
     assert_eq!(before["QueueUrl"], after["QueueUrl"], "same queue: {after}");
     assert_eq!(before["TopicArn"], after["TopicArn"], "same topic: {after}");
