@@ -179,6 +179,42 @@ async fn an_sdk_record_gaining_a_property_cloud_control_cannot_take_over_is_refu
     assert_eq!(after["resources"]["Q"], before["resources"]["Q"]);
 }
 
+#[tokio::test]
+async fn a_property_a_false_condition_removes_keeps_the_sdk_route() {
+    let app = App::new("cdkd-route-cond");
+    let stack = "RouteCondition";
+    // CDK writes an optional property as `Fn::If [cond, value, AWS::NoValue]`: with the
+    // condition false the property is not set, so it must not send the queue to Cloud Control.
+    let template = |timeout: u32| {
+        json!({
+            "Conditions": {"Never": {"Fn::Equals": ["a", "b"]}},
+            "Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {
+                "VisibilityTimeout": timeout,
+                "NotAnSqsProperty": {"Fn::If": ["Never", "x", {"Ref": "AWS::NoValue"}]}
+            }}}
+        })
+    };
+    app.write_stacks(&[(stack, &template(30), &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("through Cloud Control"), "{stderr}");
+    assert_eq!(provisioned_by(&app, stack, "Q"), json!("sdk"));
+    let (code, text) = diff_fail(&app);
+    assert_eq!(code, 0, "the diff is clean: {text}");
+
+    app.write_stacks(&[(stack, &template(60), &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(
+        code, 0,
+        "an SDK record updates through its provider: {stderr}"
+    );
+    assert_eq!(provisioned_by(&app, stack, "Q"), json!("sdk"));
+    assert_eq!(
+        app.record(stack)["resources"]["Q"]["properties"]["VisibilityTimeout"],
+        json!(60)
+    );
+}
+
 /// Creates `desired` of `type_name` through Cloud Control and waits for it: its identifier.
 async fn cc_create(type_name: &str, desired: &Value) -> String {
     let cc = aws_sdk_cloudcontrol::Client::new(&sdk_config().await);

@@ -118,7 +118,7 @@ pub(super) fn plan(
         let res = &template.resources[id];
         let rec = state.resources.get(id);
         let same_type = rec.is_some_and(|r| r.resource_type == res.type_);
-        let choice = super::route::choose(registry, id, res, rec)?;
+        let choice = super::route::choose(registry, id, res, rec, &resolution.verdicts)?;
         let route = choice.route;
         let dependencies: Vec<String> = prepared
             .graph

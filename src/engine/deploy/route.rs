@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::DeployError;
 use crate::provider::{Registry, Route};
+use crate::resolve::ConditionVerdicts;
 use crate::state::ResourceState;
 use crate::template::Resource;
 
@@ -37,17 +38,37 @@ pub(super) struct Choice {
     pub note: Option<String>,
 }
 
-/// The top-level properties a template sets (an explicit `AWS::NoValue` sets nothing).
-fn template_names(res: &Resource) -> Vec<&str> {
+/// The top-level properties a template sets: an explicit `AWS::NoValue` sets nothing, and
+/// neither does an `Fn::If` whose condition's verdict picks one (CDK writes optional
+/// properties that way), so such a property never sends a resource to Cloud Control.
+fn template_names<'a>(res: &'a Resource, verdicts: &ConditionVerdicts) -> Vec<&'a str> {
     res.properties
         .iter()
-        .filter(|(_, v)| !is_no_value(v))
+        .filter(|(_, v)| !is_no_value(v, verdicts))
         .map(|(k, _)| k.as_str())
         .collect()
 }
 
-fn is_no_value(v: &Value) -> bool {
-    v.is_null() || v.get("Ref").and_then(Value::as_str) == Some("AWS::NoValue")
+/// Whether `v` comes to nothing: null, `AWS::NoValue`, or a decided `Fn::If` whose chosen
+/// branch does. An `Fn::If` over a condition without a verdict counts as set.
+fn is_no_value(v: &Value, verdicts: &ConditionVerdicts) -> bool {
+    if v.is_null() || v.get("Ref").and_then(Value::as_str) == Some("AWS::NoValue") {
+        return true;
+    }
+    let Some([cond, then, otherwise]) = v
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("Fn::If"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+    else {
+        return false;
+    };
+    match cond.as_str().and_then(|c| verdicts.get(c)) {
+        Some(true) => is_no_value(then, verdicts),
+        Some(false) => is_no_value(otherwise, verdicts),
+        None => false,
+    }
 }
 
 /// The route for resource `id` of type `res.type_`, given its record in state (if any).
@@ -56,9 +77,10 @@ pub(super) fn choose(
     id: &str,
     res: &Resource,
     rec: Option<&ResourceState>,
+    verdicts: &ConditionVerdicts,
 ) -> Result<Choice, DeployError> {
     let rec = rec.filter(|r| r.resource_type == res.type_);
-    let names = template_names(res);
+    let names = template_names(res, verdicts);
     let movable = SAME_ID_ON_BOTH_ROUTES.contains(&res.type_.as_str());
     if let Some(r) = rec.filter(|r| r.is_pinned_to_cloud_control()) {
         let recorded: Vec<&str> = r.properties.keys().map(String::as_str).collect();
@@ -107,4 +129,38 @@ pub(super) fn choose(
             routed.unmodelled.join(", ")
         )),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resource(properties: Value) -> Resource {
+        Resource {
+            type_: "AWS::Lambda::Function".to_owned(),
+            properties: properties.as_object().cloned().unwrap_or_default(),
+            ..Resource::default()
+        }
+    }
+
+    #[test]
+    fn a_property_that_resolves_to_no_value_is_not_set() {
+        let verdicts: ConditionVerdicts = [("On".to_owned(), true), ("Off".to_owned(), false)]
+            .into_iter()
+            .collect();
+        let none = json!({"Ref": "AWS::NoValue"});
+        let res = resource(json!({
+            "Handler": "index.handler",
+            "Explicit": none,
+            "OffPicksNoValue": {"Fn::If": ["Off", "x", none]},
+            "OnPicksNoValue": {"Fn::If": ["On", none, "x"]},
+            "Nested": {"Fn::If": ["On", {"Fn::If": ["Off", "x", none]}, "y"]},
+            "OnPicksValue": {"Fn::If": ["On", "x", none]},
+            "Undecided": {"Fn::If": ["Unknown", none, none]},
+        }));
+        let mut names = template_names(&res, &verdicts);
+        names.sort();
+        assert_eq!(names, ["Handler", "OnPicksValue", "Undecided"]);
+    }
 }
