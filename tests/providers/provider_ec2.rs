@@ -622,12 +622,18 @@ async fn standalone_rules_lifecycle() {
         Some(m)
     };
     let read = env.read(INGRESS, &i1, &rid).await;
-    assert_eq!(read.as_ref().and_then(without_description), without_description(&i1));
+    assert_eq!(
+        read.as_ref().and_then(without_description),
+        without_description(&i1)
+    );
     let mut i2 = i1.clone();
     i2.insert("Description".into(), json!("ssh"));
     env.updated(INGRESS, &i2, &rid, &i1).await;
     let read = env.read(INGRESS, &i2, &rid).await;
-    assert_eq!(read.as_ref().and_then(without_description), without_description(&i2));
+    assert_eq!(
+        read.as_ref().and_then(without_description),
+        without_description(&i2)
+    );
     let mut wider = i2.clone();
     wider.insert("ToPort".into(), json!(23));
     assert!(replaced(env.update(INGRESS, &wider, &rid, &i2).await).contains("ToPort"));
