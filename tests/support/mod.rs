@@ -113,6 +113,13 @@ fn base36(mut n: u128) -> String {
     String::from_utf8(out).expect("ascii")
 }
 
+/// Whether `key` belongs to a stack's deployment-event store (`.../deployments/`), the one
+/// layer of a stack's keys that `cdkd destroy` keeps by design (spec: state-schema, the
+/// event store; `destroy --purge-events` and `cdkd events prune` remove it).
+pub fn is_event_store_key(key: &str) -> bool {
+    key.contains("/deployments/")
+}
+
 /// The `cdkd` binary under test, with the emulator's environment applied and
 /// `CDKD_STATE_BUCKET` removed (each test names its own state bucket).
 pub fn cdkd() -> assert_cmd::Command {
