@@ -338,6 +338,66 @@ async fn a_file_asset_deploys_into_the_cdkd_asset_bucket_and_the_template_follow
     assert!(template.contains("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"));
 }
 
+#[tokio::test]
+async fn skip_assets_publishes_nothing_and_deploys_against_the_object_already_there() {
+    let bucket = unique_name("cdkd-boot-skip");
+    bootstrap(&bucket, &[]);
+    let key = format!("{}.zip", unique_name("asset"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&fixture("lambda"), dir.path());
+    edit(dir.path(), "LambdaStack.assets.json", LAMBDA_KEY, &key);
+    edit(dir.path(), "LambdaStack.template.json", LAMBDA_KEY, &key);
+    let app = dir.path().to_str().expect("utf-8 path");
+    // The object the assets say is published already, with a body no upload would write.
+    let s3 = s3_client().await;
+    let placed = s3
+        .put_object()
+        .bucket(asset_bucket())
+        .key(&key)
+        .body(b"placed by hand".to_vec().into())
+        .send()
+        .await
+        .expect("put the asset object")
+        .e_tag()
+        .map(str::to_owned);
+
+    // A publish would look at the object first (HEAD, skipped when it is there): the trace of
+    // every AWS request the deploy made must not name the asset's key at all.
+    let trace = dir.path().join("trace.jsonl");
+    let trace_env = trace.to_str().expect("utf-8 path");
+    let (code, _, stderr) = run_in(
+        dir.path(),
+        &bucket,
+        &["deploy", "--app", app, "--skip-assets"],
+        &[("CDKD_TRACE_FILE", trace_env)],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("uploaded to"), "{stderr}");
+    let calls = std::fs::read_to_string(&trace).expect("the trace");
+    assert!(calls.contains("\"event\":\"call\""), "{calls}");
+    assert!(
+        !calls.contains(key.as_str()),
+        "a request touched the asset:\n{calls}"
+    );
+    let head = s3
+        .head_object()
+        .bucket(asset_bucket())
+        .key(&key)
+        .send()
+        .await
+        .expect("the object is still there");
+    assert_eq!(
+        head.e_tag().map(str::to_owned),
+        placed,
+        "nothing re-published it"
+    );
+    // The template still points at the cdkd asset bucket, as a deploy with publishing would.
+    let record = state(&bucket, "LambdaStack").await.expect("state");
+    let code_props = &record["resources"]["AssetFunctionA633A7D1"]["properties"]["Code"];
+    assert_eq!(code_props["S3Bucket"], asset_bucket().as_str());
+    assert_eq!(code_props["S3Key"], key.as_str());
+}
+
 /// A fake docker in its own directory: records each invocation's argv (one line) in
 /// `argv.log` and a login's standard input in `login.stdin`; `push` fails once with an
 /// authentication error while `fail-next-push` exists; `version` fails while `no-daemon` does.
