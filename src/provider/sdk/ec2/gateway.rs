@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{Filter, InternetGateway, ResourceType};
 use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
-use super::{code, is_not_found, provisioned, required, tags, wait, EC2};
+use super::{code, is_not_found, provisioned, required, tags, unless_gone, wait, EC2};
 use crate::provider::props::{changed, Props};
 use crate::provider::sdk::with_properties;
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
@@ -24,16 +24,17 @@ async fn describe(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<Option<InternetGateway>, ProviderError> {
-    match client
-        .describe_internet_gateways()
-        .internet_gateway_ids(id)
-        .send()
-        .await
-    {
-        Ok(out) => Ok(out.internet_gateways().first().cloned()),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, "DescribeInternetGateways", id, &e)),
-    }
+    Ok(unless_gone(
+        client
+            .describe_internet_gateways()
+            .internet_gateway_ids(id)
+            .send()
+            .await,
+        req,
+        "DescribeInternetGateways",
+        id,
+    )?
+    .and_then(|out| out.internet_gateways().first().cloned()))
 }
 
 pub(super) async fn gateway_provisioned(
@@ -90,11 +91,13 @@ pub(super) async fn delete_gateway(
             .internet_gateway_id(id)
             .send()
     };
-    match wait::while_dependent(call).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(EC2.err(req, "DeleteInternetGateway", id, &e)),
-    }
+    unless_gone(
+        wait::while_dependent(call).await,
+        req,
+        "DeleteInternetGateway",
+        id,
+    )
+    .map(|_| ())
 }
 
 pub(super) async fn read_gateway(

@@ -67,6 +67,24 @@ fn is_not_found<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> boo
     super::is_not_found(err) || error_code(err).is_some_and(|c| c.ends_with(".NotFound"))
 }
 
+/// A call's answer, or `None` when EC2 says what it names is gone: a read finds nothing, a
+/// delete has nothing left to do. Any other failure is the resource's error.
+fn unless_gone<T, E>(
+    result: Result<T, SdkError<E, HttpResponse>>,
+    req: &ResourceRequest<'_>,
+    operation: &'static str,
+    target: &str,
+) -> Result<Option<T>, ProviderError>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    match result {
+        Ok(out) => Ok(Some(out)),
+        Err(e) if is_not_found(&e) => Ok(None),
+        Err(e) => Err(EC2.err(req, operation, target, &e)),
+    }
+}
+
 /// The error code of a failed call, when EC2 sent one.
 fn code<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Option<&str> {
     error_code(err)

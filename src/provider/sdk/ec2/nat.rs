@@ -18,7 +18,7 @@ use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
 use super::wait::{self, Poll};
-use super::{is_not_found, provisioned, required, tags, EC2};
+use super::{is_not_found, provisioned, required, tags, unless_gone, EC2};
 use crate::provider::props::{changed, Props};
 use crate::provider::{
     ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
@@ -54,11 +54,10 @@ async fn describe_address(
     } else {
         call.public_ips(id)
     };
-    match call.send().await {
-        Ok(out) => Ok(out.addresses().first().cloned()),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, "DescribeAddresses", id, &e)),
-    }
+    Ok(
+        unless_gone(call.send().await, req, "DescribeAddresses", id)?
+            .and_then(|out| out.addresses().first().cloned()),
+    )
 }
 
 fn eip_made(ip: &str, allocation: &str) -> Provisioned {
@@ -116,11 +115,13 @@ pub(super) async fn delete_eip(
 ) -> Result<(), ProviderError> {
     let alloc = allocation(id);
     let call = || client.release_address().allocation_id(alloc).send();
-    match wait::while_dependent(call).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(EC2.err(req, "ReleaseAddress", alloc, &e)),
-    }
+    unless_gone(
+        wait::while_dependent(call).await,
+        req,
+        "ReleaseAddress",
+        alloc,
+    )
+    .map(|_| ())
 }
 
 pub(super) async fn read_eip(
@@ -166,16 +167,17 @@ async fn describe_nat(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<Option<NatGateway>, ProviderError> {
-    match client
-        .describe_nat_gateways()
-        .nat_gateway_ids(id)
-        .send()
-        .await
-    {
-        Ok(out) => Ok(out.nat_gateways().first().cloned()),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, "DescribeNatGateways", id, &e)),
-    }
+    Ok(unless_gone(
+        client
+            .describe_nat_gateways()
+            .nat_gateway_ids(id)
+            .send()
+            .await,
+        req,
+        "DescribeNatGateways",
+        id,
+    )?
+    .and_then(|out| out.nat_gateways().first().cloned()))
 }
 
 fn nat_made(id: &str) -> Provisioned {

@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{Filter, ResourceType, Route, RouteTable};
 use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
-use super::{is_not_found, provisioned, required, tags, EC2};
+use super::{is_not_found, provisioned, required, tags, unless_gone, EC2};
 use crate::provider::props::Props;
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
 
@@ -57,16 +57,17 @@ async fn describe_table(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<Option<RouteTable>, ProviderError> {
-    match client
-        .describe_route_tables()
-        .route_table_ids(id)
-        .send()
-        .await
-    {
-        Ok(out) => Ok(out.route_tables().first().cloned()),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, "DescribeRouteTables", id, &e)),
-    }
+    Ok(unless_gone(
+        client
+            .describe_route_tables()
+            .route_table_ids(id)
+            .send()
+            .await,
+        req,
+        "DescribeRouteTables",
+        id,
+    )?
+    .and_then(|out| out.route_tables().first().cloned()))
 }
 
 fn table_made(id: &str) -> Provisioned {
@@ -110,11 +111,13 @@ pub(super) async fn delete_table(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<(), ProviderError> {
-    match client.delete_route_table().route_table_id(id).send().await {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(EC2.err(req, "DeleteRouteTable", id, &e)),
-    }
+    unless_gone(
+        client.delete_route_table().route_table_id(id).send().await,
+        req,
+        "DeleteRouteTable",
+        id,
+    )
+    .map(|_| ())
 }
 
 pub(super) async fn read_table(
@@ -257,11 +260,7 @@ pub(super) async fn delete_route(
     } else {
         call.destination_cidr_block(&dest)
     };
-    match call.send().await {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(EC2.err(req, "DeleteRoute", id, &e)),
-    }
+    unless_gone(call.send().await, req, "DeleteRoute", id).map(|_| ())
 }
 
 /// The route of `id` in its table, if both exist.
@@ -373,16 +372,17 @@ pub(super) async fn delete_association(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<(), ProviderError> {
-    match client
-        .disassociate_route_table()
-        .association_id(id)
-        .send()
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(EC2.err(req, "DisassociateRouteTable", id, &e)),
-    }
+    unless_gone(
+        client
+            .disassociate_route_table()
+            .association_id(id)
+            .send()
+            .await,
+        req,
+        "DisassociateRouteTable",
+        id,
+    )
+    .map(|_| ())
 }
 
 /// The association's (route table, subnet), if it exists.

@@ -15,7 +15,7 @@ use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
 use super::rules::{self, default_egress, Direction, Rule};
-use super::{code, is_not_found, provisioned, required, tags, wait, EC2};
+use super::{code, is_not_found, provisioned, required, tags, unless_gone, wait, EC2};
 use crate::provider::naming::{self, NameRules};
 use crate::provider::props::Props;
 use crate::provider::sdk::with_properties;
@@ -45,11 +45,13 @@ async fn describe(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<Option<SecurityGroup>, ProviderError> {
-    match client.describe_security_groups().group_ids(id).send().await {
-        Ok(out) => Ok(out.security_groups().first().cloned()),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, "DescribeSecurityGroups", id, &e)),
-    }
+    Ok(unless_gone(
+        client.describe_security_groups().group_ids(id).send().await,
+        req,
+        "DescribeSecurityGroups",
+        id,
+    )?
+    .and_then(|out| out.security_groups().first().cloned()))
 }
 
 fn made(id: &str, vpc: &str) -> Provisioned {
@@ -275,11 +277,13 @@ pub(super) async fn delete(
 ) -> Result<(), ProviderError> {
     // Network interfaces a Lambda function left in the group go on AWS's own time; until
     // then the delete answers DependencyViolation.
-    match wait::while_dependent(|| client.delete_security_group().group_id(id).send()).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(EC2.err(req, "DeleteSecurityGroup", id, &e)),
-    }
+    unless_gone(
+        wait::while_dependent(|| client.delete_security_group().group_id(id).send()).await,
+        req,
+        "DeleteSecurityGroup",
+        id,
+    )
+    .map(|_| ())
 }
 
 pub(super) async fn read(

@@ -9,7 +9,7 @@ use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
 use super::rules::{self, Direction, Rule};
-use super::{is_not_found, provisioned, EC2, SECURITY_GROUP_EGRESS};
+use super::{is_not_found, provisioned, unless_gone, EC2, SECURITY_GROUP_EGRESS};
 use crate::provider::props::{changed, Props};
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
 
@@ -163,16 +163,17 @@ async fn describe(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<Option<SecurityGroupRule>, ProviderError> {
-    match client
-        .describe_security_group_rules()
-        .security_group_rule_ids(id)
-        .send()
-        .await
-    {
-        Ok(out) => Ok(out.security_group_rules().first().cloned()),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, "DescribeSecurityGroupRules", id, &e)),
-    }
+    Ok(unless_gone(
+        client
+            .describe_security_group_rules()
+            .security_group_rule_ids(id)
+            .send()
+            .await,
+        req,
+        "DescribeSecurityGroupRules",
+        id,
+    )?
+    .and_then(|out| out.security_group_rules().first().cloned()))
 }
 
 pub(super) async fn delete(

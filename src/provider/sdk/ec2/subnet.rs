@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{AttributeBooleanValue, Filter, ResourceType, Subnet};
 use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
-use super::{is_not_found, provisioned, required, tags, wait, EC2};
+use super::{provisioned, required, tags, unless_gone, wait, EC2};
 use crate::provider::props::{changed, Props};
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
 
@@ -28,11 +28,13 @@ async fn describe(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<Option<Subnet>, ProviderError> {
-    match client.describe_subnets().subnet_ids(id).send().await {
-        Ok(out) => Ok(out.subnets().first().cloned()),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, "DescribeSubnets", id, &e)),
-    }
+    Ok(unless_gone(
+        client.describe_subnets().subnet_ids(id).send().await,
+        req,
+        "DescribeSubnets",
+        id,
+    )?
+    .and_then(|out| out.subnets().first().cloned()))
 }
 
 /// The id of the association between the subnet and its network ACL.
@@ -158,11 +160,13 @@ pub(super) async fn delete(
     id: &str,
 ) -> Result<(), ProviderError> {
     // A NAT gateway's network interface leaves the subnet some time after the gateway.
-    match wait::while_dependent(|| client.delete_subnet().subnet_id(id).send()).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(EC2.err(req, "DeleteSubnet", id, &e)),
-    }
+    unless_gone(
+        wait::while_dependent(|| client.delete_subnet().subnet_id(id).send()).await,
+        req,
+        "DeleteSubnet",
+        id,
+    )
+    .map(|_| ())
 }
 
 pub(super) async fn read(

@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{AttributeBooleanValue, Filter, ResourceType, Tenancy, V
 use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
-use super::{is_not_found, provisioned, required, tags, wait, EC2};
+use super::{provisioned, required, tags, unless_gone, wait, EC2};
 use crate::provider::props::{changed, Props};
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
 
@@ -27,11 +27,13 @@ async fn describe(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<Option<Vpc>, ProviderError> {
-    match client.describe_vpcs().vpc_ids(id).send().await {
-        Ok(out) => Ok(out.vpcs().first().cloned()),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, "DescribeVpcs", id, &e)),
-    }
+    Ok(unless_gone(
+        client.describe_vpcs().vpc_ids(id).send().await,
+        req,
+        "DescribeVpcs",
+        id,
+    )?
+    .and_then(|out| out.vpcs().first().cloned()))
 }
 
 /// The VPC's default security group and network ACL (what `DefaultSecurityGroup` and
@@ -206,11 +208,13 @@ pub(super) async fn delete(
     req: &ResourceRequest<'_>,
     id: &str,
 ) -> Result<(), ProviderError> {
-    match wait::while_dependent(|| client.delete_vpc().vpc_id(id).send()).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Ok(()),
-        Err(e) => Err(EC2.err(req, "DeleteVpc", id, &e)),
-    }
+    unless_gone(
+        wait::while_dependent(|| client.delete_vpc().vpc_id(id).send()).await,
+        req,
+        "DeleteVpc",
+        id,
+    )
+    .map(|_| ())
 }
 
 async fn attribute(
