@@ -108,7 +108,12 @@ impl<'a> Props<'a> {
 
     /// CloudFormation `Tags`: a list of `{Key, Value}`.
     pub fn tags(&self) -> Result<Vec<(String, String)>, ProviderError> {
-        let Some(items) = self.list("Tags")? else {
+        self.tags_at("Tags")
+    }
+
+    /// A list of `{Key, Value}` under another name (Route 53's `HostedZoneTags`).
+    pub fn tags_at(&self, name: &str) -> Result<Vec<(String, String)>, ProviderError> {
+        let Some(items) = self.list(name)? else {
             return Ok(Vec::new());
         };
         items
@@ -121,7 +126,7 @@ impl<'a> Props<'a> {
                 });
                 match (key, value) {
                     (Some(k), Some(v)) => Ok((k.to_owned(), v)),
-                    _ => Err(self.wrong("Tags", "a list of {Key, Value}")),
+                    _ => Err(self.wrong(name, "a list of {Key, Value}")),
                 }
             })
             .collect()

@@ -35,10 +35,10 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use serde_json::{Map, Value};
 
 use super::scaffold;
+use super::scaffold::lifecycle::{create_only_change, provisioned};
 use crate::aws::error_code;
-use crate::provider::props::changed_properties;
 use crate::provider::{
-    schema, Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+    Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
 
 pub(crate) const VPC: &str = "AWS::EC2::VPC";
@@ -90,41 +90,13 @@ fn code<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Option<&str
     error_code(err)
 }
 
-/// A physical id and the `Fn::GetAtt` attributes a create reports.
-fn provisioned(physical_id: impl Into<String>, attributes: &[(&str, Value)]) -> Provisioned {
-    Provisioned {
-        physical_id: physical_id.into(),
-        attributes: attributes
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
-            .collect(),
-    }
-}
-
-/// The replacement an update must answer when a create-only property (as the schema snapshot
-/// says) moved; `None` when every change can be made in place. The engine plans replacement
-/// from the same schema, so this only guards a direct call.
-fn create_only_change(
-    req: &ResourceRequest<'_>,
-    previous: &Map<String, Value>,
-) -> Option<UpdateOutcome> {
-    changed_properties(previous, req.properties)
-        .into_iter()
-        .find(|name| schema::is_create_only(req.resource_type, name))
-        .map(|name| UpdateOutcome::NeedsReplacement {
-            reason: format!("{name} changed and cannot be updated in place"),
-        })
-}
-
 /// A string field AWS must return, or a typed error naming what was missing.
 fn required<'a>(
     req: &ResourceRequest<'_>,
     value: Option<&'a str>,
     what: &str,
 ) -> Result<&'a str, ProviderError> {
-    value
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| ProviderError::failed(req, format!("EC2 returned no {what}")))
+    EC2.required(req, value, what)
 }
 
 /// The SDK provider for the EC2 networking types.
@@ -196,7 +168,7 @@ impl Provider for Ec2NetworkProvider {
         physical_id: &str,
         previous: &Map<String, Value>,
     ) -> Result<UpdateOutcome, ProviderError> {
-        if let Some(replace) = create_only_change(req, previous) {
+        if let Some(replace) = create_only_change(req, previous, &[]) {
             return Ok(replace);
         }
         let c = client(ctx);

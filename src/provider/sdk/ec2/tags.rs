@@ -9,7 +9,6 @@ use serde_json::{Map, Value};
 use super::EC2;
 use crate::provider::props::{changed, Props};
 use crate::provider::sdk::scaffold::tags;
-use crate::provider::sdk::with_properties;
 use crate::provider::{ProviderError, ResourceRequest};
 
 /// The template's `Tags` as a create call's tag specification; `None` when there are none.
@@ -39,9 +38,7 @@ pub(super) async fn update(
     if !changed(previous, req.properties, "Tags") {
         return Ok(());
     }
-    let prev_req = with_properties(req, previous);
-    let tags::TagChanges { set, remove } =
-        tags::list_changes(&Props::new(&prev_req).tags()?, &Props::new(req).tags()?);
+    let tags::TagChanges { set, remove } = tags::moved(req, previous, "Tags")?;
     if !remove.is_empty() {
         let keys = remove.into_iter().map(|k| Tag::builder().key(k).build());
         client
@@ -70,16 +67,14 @@ pub(super) async fn update(
 /// A described resource's tags as CloudFormation lists them, into `props` (nothing when the
 /// resource has none besides the reserved `aws:` ones).
 pub(super) fn read_into(props: &mut Map<String, Value>, live: &[Tag]) {
-    let pairs: Vec<(String, String)> = live
-        .iter()
-        .filter_map(|t| {
+    tags::read_into(
+        props,
+        "Tags",
+        live.iter().filter_map(|t| {
             Some((
                 t.key()?.to_owned(),
                 t.value().unwrap_or_default().to_owned(),
             ))
-        })
-        .collect();
-    if let Some(list) = tags::value(pairs.iter().map(|(k, v)| (k, v))) {
-        props.insert("Tags".into(), list);
-    }
+        }),
+    );
 }

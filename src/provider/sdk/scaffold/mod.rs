@@ -13,13 +13,16 @@
 //!    `sdk::is_not_found` (deleting what is gone is success; reading it answers `None`).
 //! 3. Tags: [`tags::changes`] gives what to set and what to remove on update; [`tags::value`]
 //!    reads them back as CloudFormation lists them.
-//! 4. Update: `props::changed_properties` names what moved; a create-only one (the schema
-//!    snapshot says which) answers `UpdateOutcome::NeedsReplacement`, the rest are applied.
+//! 4. Update: [`lifecycle::create_only_change`] answers `UpdateOutcome::NeedsReplacement`
+//!    when a create-only property (the schema snapshot says which) moved;
+//!    `props::changed_properties` names the rest, which are applied. [`lifecycle`] also has
+//!    the record a create reports and the not-found-is-gone rule (`Service::unless_gone`).
 //! 5. Read and import return what create reports, so a diff after a deploy is clean; the
 //!    provider's tests in `tests/providers/provider_<service>.rs` drive create / update /
 //!    replace / delete / read / import against the emulator.
 
 pub mod attributes;
+pub mod lifecycle;
 pub mod tags;
 
 use aws_config::SdkConfig;

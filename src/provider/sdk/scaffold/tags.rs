@@ -6,6 +6,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use crate::provider::props::Props;
+use crate::provider::sdk::with_properties;
+use crate::provider::{ProviderError, ResourceRequest};
+
 /// What an update does to a resource's tags.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct TagChanges {
@@ -48,6 +52,20 @@ pub fn list_changes(previous: &[(String, String)], desired: &[(String, String)])
     )
 }
 
+/// What an update does to the tags under property `name` (`Tags`, Route 53's
+/// `HostedZoneTags`): from the previous properties' list to the request's.
+pub fn moved(
+    req: &ResourceRequest<'_>,
+    previous: &serde_json::Map<String, Value>,
+    name: &str,
+) -> Result<TagChanges, ProviderError> {
+    let before = with_properties(req, previous);
+    Ok(list_changes(
+        &Props::new(&before).tags_at(name)?,
+        &Props::new(req).tags_at(name)?,
+    ))
+}
+
 /// Tags as CloudFormation lists them, `[{Key, Value}]` sorted by key; `None` when there are
 /// none besides the reserved ones.
 pub fn value<'a>(tags: impl IntoIterator<Item = (&'a String, &'a String)>) -> Option<Value> {
@@ -62,6 +80,19 @@ pub fn value<'a>(tags: impl IntoIterator<Item = (&'a String, &'a String)>) -> Op
             .map(|(k, v)| json!({"Key": k, "Value": v}))
             .collect(),
     ))
+}
+
+/// A live resource's tags, as `(key, value)` pairs from its service, into `props` under
+/// `name` as CloudFormation lists them (nothing when there are none besides reserved ones).
+pub fn read_into(
+    props: &mut serde_json::Map<String, Value>,
+    name: &str,
+    pairs: impl IntoIterator<Item = (String, String)>,
+) {
+    let pairs: Vec<(String, String)> = pairs.into_iter().collect();
+    if let Some(list) = value(pairs.iter().map(|(k, v)| (k, v))) {
+        props.insert(name.to_owned(), list);
+    }
 }
 
 #[cfg(test)]
