@@ -344,6 +344,24 @@ async fn exists(r: &Recorded) -> bool {
             }
         }
         t if t.starts_with("AWS::EC2::") => ec2_exists(r, &what, &config).await,
+        "AWS::KMS::Key" => {
+            let kms = aws_sdk_kms::Client::new(&config);
+            match kms.describe_key().key_id(id).send().await {
+                // Scheduled for deletion counts as deleted (a key is never removed at once).
+                Ok(k) => k.key_metadata().is_some_and(|m| {
+                    m.key_state() != Some(&aws_sdk_kms::types::KeyState::PendingDeletion)
+                }),
+                Err(e) => !absent(&what, Err::<(), _>(e)),
+            }
+        }
+        "AWS::KMS::Alias" => aws_sdk_kms::Client::new(&config)
+            .list_aliases()
+            .send()
+            .await
+            .expect("ListAliases")
+            .aliases()
+            .iter()
+            .any(|a| a.alias_name() == Some(id)),
         other => panic!("{what}: no independent existence check for {other}; add one"),
     }
 }

@@ -10,8 +10,10 @@
 mod dynamodb;
 mod ec2;
 mod iam;
+mod kms;
 mod lambda;
 mod logs;
+mod route53;
 mod s3;
 mod scaffold;
 mod secretsmanager;
@@ -56,13 +58,16 @@ pub fn all() -> Vec<Arc<dyn Provider>> {
         Arc::new(iam::PolicyProvider),
         Arc::new(iam::ManagedPolicyProvider),
         Arc::new(iam::InstanceProfileProvider),
+        Arc::new(kms::KmsProvider),
         Arc::new(lambda::FunctionProvider),
         Arc::new(lambda::PermissionProvider),
         Arc::new(lambda::UrlProvider),
         Arc::new(lambda::VersionProvider),
         Arc::new(lambda::AliasProvider),
         Arc::new(lambda::EventSourceMappingProvider),
+        Arc::new(lambda::LayerProvider),
         Arc::new(logs::LogsProvider),
+        Arc::new(route53::Route53Provider),
         Arc::new(s3::BucketProvider),
         Arc::new(s3::BucketPolicyProvider),
         Arc::new(sns::SnsProvider),

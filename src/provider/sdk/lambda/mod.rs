@@ -9,6 +9,8 @@
 //! | `AWS::Lambda::Version` | version ARN | `FunctionArn`, `Version` |
 //! | `AWS::Lambda::Alias` | alias ARN | `AliasArn` |
 //! | `AWS::Lambda::EventSourceMapping` | mapping UUID | `Id`, `EventSourceMappingArn` |
+//! | `AWS::Lambda::LayerVersion` | layer version ARN | `LayerVersionArn` |
+//! | `AWS::Lambda::LayerVersionPermission` | `<LayerVersionArn>#<statement id>` | `Id` |
 //!
 //! Shared here: the client, error wrapping, bounded backoff, reading nested CloudFormation
 //! objects, tag diffs and Lambda ARN parsing.
@@ -18,6 +20,7 @@ mod code;
 mod config;
 mod event_source_mapping;
 mod function;
+mod layer;
 mod mapping_fields;
 mod permission;
 mod url;
@@ -26,6 +29,7 @@ mod version;
 pub use alias::AliasProvider;
 pub use event_source_mapping::EventSourceMappingProvider;
 pub use function::FunctionProvider;
+pub use layer::LayerProvider;
 pub use permission::PermissionProvider;
 pub use url::UrlProvider;
 pub use version::VersionProvider;
