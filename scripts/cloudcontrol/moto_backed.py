@@ -176,6 +176,38 @@ def _no_moto_update(model: Any, props: dict, ctx: Context) -> None:
     it, like an event bus's rules): keep the moto resource, record the properties."""
 
 
+def _kms(ctx: Context) -> Any:
+    return _backend("moto.kms.models", "kms_backends", ctx)
+
+
+def _kms_keys(ctx: Context) -> dict:
+    """The keys KMS still serves: one pending deletion is gone, as for Cloud Control."""
+    return {k: key for k, key in _kms(ctx).keys.items() if key.key_state != "PendingDeletion"}
+
+
+def _kms_prepare(props: dict, ctx: Context) -> dict:
+    """moto's model takes the policy as the API's text and the tags in KMS's own shape."""
+    policy = props.get("KeyPolicy") or {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:{ctx.partition}:iam::{ctx.account}:root"}, "Action": "kms:*", "Resource": "*"}],
+    }
+    props["KeyPolicy"] = policy if isinstance(policy, str) else json.dumps(policy)
+    props["Tags"] = [{"TagKey": t["Key"], "TagValue": t["Value"]} for t in props.get("Tags", [])]
+    return props
+
+
+def _kms_update(key: Any, props: dict, ctx: Context) -> None:
+    """moto's Key model has no CloudFormation update: the settings Cloud Control changes in
+    place, set on the model as KMS's own calls would."""
+    key.description = props.get("Description", "")
+    key.enabled = str(props.get("Enabled", True)).lower() == "true"
+    key.key_state = "Enabled" if key.enabled else "Disabled"
+    key.key_rotation_status = str(props.get("EnableKeyRotation", False)).lower() == "true"
+    if props.get("KeyPolicy") is not None:
+        policy = props["KeyPolicy"]
+        key.policy = policy if isinstance(policy, str) else json.dumps(policy)
+
+
 ADAPTERS: dict[str, Adapter] = {
     "AWS::SQS::Queue": Adapter(
         models=lambda ctx: dict(_backend("moto.sqs.models", "sqs_backends", ctx).queues),
@@ -228,6 +260,16 @@ ADAPTERS: dict[str, Adapter] = {
         name_of=lambda f: f.function_name,
         read=lambda f: {"FunctionName": f.function_name},
         update=_lambda_update,
+    ),
+    # Real in KMS: DescribeKey and the SDK provider's calls see it (so a key can move between
+    # the Cloud Control and SDK routes, src/engine/deploy/route.rs).
+    "AWS::KMS::Key": Adapter(
+        models=_kms_keys,
+        identifier=lambda k, ctx: k.id,
+        name_of=lambda k: k.id,
+        read=lambda k: {"KeyId": k.id, "Arn": k.arn},
+        update=_kms_update,
+        prepare=_kms_prepare,
     ),
     # Real in EC2: DescribeVolumes lists it and CreateSnapshot (a final snapshot) works on it.
     "AWS::EC2::Volume": Adapter(

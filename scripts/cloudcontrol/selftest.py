@@ -177,6 +177,12 @@ MOTO_CASES = {
         lambda i: i in backend("moto.ec2.models", "ec2_backends").volumes,
         lambda m: m["VolumeId"].startswith("vol-") and m["Size"] == 8,
     ),
+    "AWS::KMS::Key": (
+        {"Description": "st-key", "Tags": [{"Key": "a", "Value": "b"}]},
+        [{"op": "replace", "path": "/Description", "value": "st-key-2"}],
+        lambda i: i in backend("moto.kms.models", "kms_backends").keys,
+        lambda m: m["Arn"].endswith(f":key/{m['KeyId']}") and backend("moto.kms.models", "kms_backends").keys[m["KeyId"]].description == "st-key-2",
+    ),
     "AWS::RDS::DBInstance": (
         {"DBInstanceIdentifier": "St-DB", "Engine": "mysql", "DBInstanceClass": "db.t3.micro", "AllocatedStorage": "20", "MasterUsername": "admin", "ManageMasterUserPassword": True},
         [{"op": "add", "path": "/DeletionProtection", "value": False}],
@@ -187,7 +193,7 @@ MOTO_CASES = {
 
 
 # Types with no name: a second create of the same properties is a second resource, as in AWS.
-NAMELESS = {"AWS::EC2::Volume"}
+NAMELESS = {"AWS::EC2::Volume", "AWS::KMS::Key"}
 
 
 def moto_types(cc: CC) -> None:
