@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use support::app::App;
 use support::{cdkd, sdk_config, unique_name};
 
-fn diff_fail(app: &App) -> (i32, String) {
+pub(crate) fn diff_fail(app: &App) -> (i32, String) {
     let dir = app.dir.path();
     let out = cdkd()
         .current_dir(dir)
@@ -66,7 +66,7 @@ async fn description(name: &str) -> Option<String> {
     out.description().map(str::to_owned)
 }
 
-async fn cc_properties(type_name: &str, identifier: &str) -> Value {
+pub(crate) async fn cc_properties(type_name: &str, identifier: &str) -> Value {
     let cc = aws_sdk_cloudcontrol::Client::new(&sdk_config().await);
     let out = cc
         .get_resource()
@@ -216,7 +216,7 @@ async fn a_property_a_false_condition_removes_keeps_the_sdk_route() {
 }
 
 /// Creates `desired` of `type_name` through Cloud Control and waits for it: its identifier.
-async fn cc_create(type_name: &str, desired: &Value) -> String {
+pub(crate) async fn cc_create(type_name: &str, desired: &Value) -> String {
     let cc = aws_sdk_cloudcontrol::Client::new(&sdk_config().await);
     let out = cc
         .create_resource()

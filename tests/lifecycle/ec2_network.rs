@@ -5,71 +5,17 @@
 //! clean after each deploy; v2's tags and second ingress rule are applied in place (same
 //! physical ids); destroy leaves nothing in EC2.
 
+use crate::fixture_app::{self, run, traced};
 use crate::support;
-
-use std::path::{Path, PathBuf};
 
 use aws_sdk_ec2::types::Filter;
 use serde_json::Value;
-use support::{cdkd, sdk_config, unique_name};
+use support::{sdk_config, unique_name};
 
 const STACK: &str = "Ec2Network";
 
-fn fixture(app: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/apps")
-        .join(app)
-        .join("cdk.out")
-}
-
-/// `cdkd <command> --app <fixture> <extra..> --state-bucket B`: (exit code, stdout+stderr).
-fn run(
-    command: &str,
-    app: &str,
-    bucket: &str,
-    extra: &[&str],
-    trace: Option<&Path>,
-) -> (i32, String) {
-    let dir = fixture(app);
-    let mut cmd = cdkd();
-    cmd.current_dir(&dir)
-        .env("CDKD_PROGRESS", "plain")
-        .env("NO_COLOR", "1")
-        .arg(command);
-    if command != "bootstrap" {
-        cmd.args(["--app", dir.to_str().expect("utf-8 path")]);
-    }
-    if let Some(t) = trace {
-        cmd.env("CDKD_TRACE_FILE", t);
-    }
-    let out = cmd
-        .args(extra)
-        .args(["--state-bucket", bucket])
-        .output()
-        .expect("runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
 fn record(bucket: &str) -> Value {
-    let out = cdkd()
-        .args(["state", "show", STACK, "--json", "--state-bucket", bucket])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shown: Value = serde_json::from_slice(&out.stdout).expect("json");
-    match shown.get("state") {
-        Some(s) if s.is_object() => s.clone(),
-        _ => shown,
-    }
+    fixture_app::record(STACK, bucket)
 }
 
 /// (logical id, physical id) of every EC2 resource the record holds, after checking each is
@@ -89,17 +35,6 @@ fn ec2_resources(state: &Value) -> Vec<(String, String, String)> {
     }
     out.sort();
     out
-}
-
-/// The operations a trace recorded.
-fn traced(trace: &Path) -> Vec<String> {
-    std::fs::read_to_string(trace)
-        .expect("trace written")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == "call")
-        .filter_map(|v| v["op"].as_str().map(str::to_owned))
-        .collect()
 }
 
 /// The group's ingress ports, sorted.

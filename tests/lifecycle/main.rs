@@ -23,5 +23,7 @@ mod destroy;
 mod diff;
 mod ec2_network;
 mod events;
+mod fixture_app;
+mod kms_layer_dns;
 mod secrets_paths;
 mod security;
