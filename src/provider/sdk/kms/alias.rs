@@ -9,7 +9,9 @@ use serde_json::{json, Map, Value};
 use super::KMS;
 use crate::provider::props::{changed, Props};
 use crate::provider::sdk::scaffold::lifecycle::{create_only_change, provisioned};
-use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
+use crate::provider::{
+    ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+};
 
 /// The top-level CloudFormation properties this provider sends (any other routes the
 /// resource through Cloud Control).
@@ -49,6 +51,7 @@ fn names_key(target: &str, key_id: &str) -> bool {
 }
 
 pub(super) async fn provisioned_of(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     name: &str,
@@ -59,6 +62,7 @@ pub(super) async fn provisioned_of(
 }
 
 pub(super) async fn create(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
 ) -> Result<Provisioned, ProviderError> {
@@ -75,6 +79,7 @@ pub(super) async fn create(
 }
 
 pub(super) async fn update(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     name: &str,
@@ -96,6 +101,7 @@ pub(super) async fn update(
 }
 
 pub(super) async fn delete(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     name: &str,
@@ -110,6 +116,7 @@ pub(super) async fn delete(
 }
 
 pub(super) async fn read(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     name: &str,

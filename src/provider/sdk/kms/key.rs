@@ -99,6 +99,7 @@ async fn describe(
 
 /// What a create reports, read from KMS: `None` when the key is gone.
 pub(super) async fn provisioned_of(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,
@@ -172,6 +173,7 @@ async fn set_enabled(
 }
 
 pub(super) async fn create(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
 ) -> Result<Provisioned, ProviderError> {
@@ -276,7 +278,7 @@ pub(super) async fn update(
     if moved("Enabled") && !enabled {
         set_enabled(client, req, id, false).await?;
     }
-    provisioned_of(client, req, id)
+    provisioned_of(ctx, client, req, id)
         .await?
         .map(UpdateOutcome::Updated)
         .ok_or_else(|| ProviderError::failed(req, format!("key {id} does not exist in KMS")))
@@ -311,6 +313,7 @@ async fn update_tags(
 }
 
 pub(super) async fn delete(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,
@@ -337,6 +340,7 @@ pub(super) async fn delete(
 }
 
 pub(super) async fn read(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,

@@ -11,14 +11,10 @@
 mod record;
 mod zone;
 
-use async_trait::async_trait;
 use aws_sdk_route53::Client;
-use serde_json::{Map, Value};
 
 use super::scaffold;
-use crate::provider::{
-    Provider, ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
-};
+use crate::provider::ProviderContext;
 
 pub(crate) const HOSTED_ZONE: &str = "AWS::Route53::HostedZone";
 pub(crate) const RECORD_SET: &str = "AWS::Route53::RecordSet";
@@ -54,94 +50,10 @@ fn as_written(live: &str, written: Option<&str>) -> String {
     }
 }
 
-/// The SDK provider for Route 53 hosted zones and record sets.
-pub struct Route53Provider;
-
-#[async_trait]
-impl Provider for Route53Provider {
-    fn resource_types(&self) -> &'static [&'static str] {
-        &[HOSTED_ZONE, RECORD_SET]
-    }
-
-    fn supported_properties(&self, resource_type: &str) -> Option<Vec<&'static str>> {
-        match resource_type {
-            HOSTED_ZONE => Some(zone::PROPERTIES.to_vec()),
-            RECORD_SET => Some(record::PROPERTIES.to_vec()),
-            _ => None,
-        }
-    }
-
-    async fn create(
-        &self,
-        ctx: &ProviderContext<'_>,
-        req: &ResourceRequest<'_>,
-    ) -> Result<Provisioned, ProviderError> {
-        let c = client(ctx);
-        match req.resource_type {
-            HOSTED_ZONE => zone::create(ctx, &c, req).await,
-            _ => record::create(&c, req).await,
-        }
-    }
-
-    async fn update(
-        &self,
-        ctx: &ProviderContext<'_>,
-        req: &ResourceRequest<'_>,
-        physical_id: &str,
-        previous: &Map<String, Value>,
-    ) -> Result<UpdateOutcome, ProviderError> {
-        let c = client(ctx);
-        match req.resource_type {
-            HOSTED_ZONE => zone::update(ctx, &c, req, physical_id, previous).await,
-            _ => record::update(&c, req, physical_id, previous).await,
-        }
-    }
-
-    async fn delete(
-        &self,
-        ctx: &ProviderContext<'_>,
-        req: &ResourceRequest<'_>,
-        physical_id: &str,
-    ) -> Result<(), ProviderError> {
-        let c = client(ctx);
-        match req.resource_type {
-            HOSTED_ZONE => zone::delete(&c, req, physical_id).await,
-            _ => record::delete(&c, req, physical_id).await,
-        }
-    }
-
-    async fn read(
-        &self,
-        ctx: &ProviderContext<'_>,
-        req: &ResourceRequest<'_>,
-        physical_id: &str,
-    ) -> Result<Option<Map<String, Value>>, ProviderError> {
-        let c = client(ctx);
-        match req.resource_type {
-            HOSTED_ZONE => zone::read(&c, req, physical_id).await,
-            _ => record::read(&c, req, physical_id).await,
-        }
-    }
-
-    async fn import(
-        &self,
-        ctx: &ProviderContext<'_>,
-        req: &ResourceRequest<'_>,
-        physical_id: &str,
-    ) -> Result<Provisioned, ProviderError> {
-        let c = client(ctx);
-        let found = match req.resource_type {
-            HOSTED_ZONE => zone::provisioned_of(&c, req, physical_id).await?,
-            _ => record::provisioned_of(&c, req, physical_id).await?,
-        };
-        found.ok_or_else(|| {
-            ProviderError::failed(
-                req,
-                format!("{physical_id} does not exist in Route 53; check the id"),
-            )
-        })
-    }
-}
+scaffold::family::family_provider!(Route53Provider, "Route 53", client, {
+    HOSTED_ZONE => zone,
+    RECORD_SET => record,
+});
 
 #[cfg(test)]
 mod tests {

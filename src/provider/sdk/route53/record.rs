@@ -20,7 +20,9 @@ use super::{as_written, bare_zone_id, canonical_name, ROUTE53};
 use crate::aws::error_code;
 use crate::provider::props::Props;
 use crate::provider::sdk::scaffold::lifecycle::{create_only_change, provisioned};
-use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
+use crate::provider::{
+    ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
+};
 
 /// The top-level CloudFormation properties this provider sends (any other routes the
 /// resource through Cloud Control).
@@ -233,6 +235,7 @@ fn physical_id(req: &ResourceRequest<'_>, zone: &str) -> Result<String, Provider
 }
 
 pub(super) async fn provisioned_of(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,
@@ -244,6 +247,7 @@ pub(super) async fn provisioned_of(
 }
 
 pub(super) async fn create(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
 ) -> Result<Provisioned, ProviderError> {
@@ -260,6 +264,7 @@ pub(super) async fn create(
 }
 
 pub(super) async fn update(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,
@@ -280,6 +285,7 @@ pub(super) async fn update(
 }
 
 pub(super) async fn delete(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,
@@ -311,6 +317,7 @@ pub(super) async fn delete(
 }
 
 pub(super) async fn read(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,

@@ -61,6 +61,7 @@ fn comment(req: &ResourceRequest<'_>) -> Option<String> {
 
 /// What a create reports, read from Route 53: `None` when the zone does not exist.
 pub(super) async fn provisioned_of(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,
@@ -223,13 +224,14 @@ pub(super) async fn update(
                 .map_err(|e| ROUTE53.err(req, "DisassociateVPCFromHostedZone", id, &e))?;
         }
     }
-    provisioned_of(client, req, id)
+    provisioned_of(ctx, client, req, id)
         .await?
         .map(UpdateOutcome::Updated)
         .ok_or_else(|| ProviderError::failed(req, format!("hosted zone {id} does not exist")))
 }
 
 pub(super) async fn delete(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,
@@ -246,6 +248,7 @@ pub(super) async fn delete(
 }
 
 pub(super) async fn read(
+    _ctx: &ProviderContext<'_>,
     client: &Client,
     req: &ResourceRequest<'_>,
     id: &str,

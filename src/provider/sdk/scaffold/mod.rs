@@ -17,11 +17,14 @@
 //!    when a create-only property (the schema snapshot says which) moved;
 //!    `props::changed_properties` names the rest, which are applied. [`lifecycle`] also has
 //!    the record a create reports and the not-found-is-gone rule (`Service::unless_gone`).
-//! 5. Read and import return what create reports, so a diff after a deploy is clean; the
+//! 5. A family of types on one client (KMS keys and aliases) is one provider written by
+//!    [`family::family_provider`] from its table of types, one module per type.
+//! 6. Read and import return what create reports, so a diff after a deploy is clean; the
 //!    provider's tests in `tests/providers/provider_<service>.rs` drive create / update /
 //!    replace / delete / read / import against the emulator.
 
 pub mod attributes;
+pub mod family;
 pub mod lifecycle;
 pub mod tags;
 
