@@ -247,26 +247,26 @@ pub(crate) async fn cc_create(type_name: &str, desired: &Value) -> String {
     panic!("the Cloud Control create did not finish");
 }
 
-/// A stack whose record says its SSM parameter was made through Cloud Control (what a cdkd
-/// from before the type had an SDK provider wrote) diffs clean and updates through Cloud
-/// Control, not through the SSM provider the type has now.
-#[tokio::test]
-async fn a_record_made_through_cloud_control_stays_there_when_its_type_has_an_sdk_provider() {
-    let app = App::new("cdkd-route-pinned");
-    let stack = "RoutePinned";
-    let name = unique_name("/cdkd/pinned");
-    let props = |value: &str| json!({"Name": name, "Type": "String", "Value": value});
-    let id = cc_create("AWS::SSM::Parameter", &props("v1")).await;
-    assert_eq!(id, name);
+/// Writes the state of a cdkd from before the type had an SDK provider: one resource,
+/// recorded as made through Cloud Control.
+pub(crate) async fn pinned_state(
+    app: &App,
+    stack: &str,
+    logical: &str,
+    ty: &str,
+    id: &str,
+    props: &Value,
+    attributes: Value,
+) {
     let state = json!({
         "version": 11,
         "stackName": stack,
         "region": "us-east-1",
-        "resources": {"P": {
-            "physicalId": name,
-            "resourceType": "AWS::SSM::Parameter",
-            "properties": props("v1"),
-            "attributes": {},
+        "resources": {logical: {
+            "physicalId": id,
+            "resourceType": ty,
+            "properties": props,
+            "attributes": attributes,
             "dependencies": [],
             "provisionedBy": "cc-api"
         }},
@@ -282,6 +282,29 @@ async fn a_record_made_through_cloud_control_stays_there_when_its_type_has_an_sd
         .send()
         .await
         .expect("put the fixture state");
+}
+
+/// A stack whose record says its SSM parameter was made through Cloud Control (what a cdkd
+/// from before the type had an SDK provider wrote) diffs clean and updates through Cloud
+/// Control, not through the SSM provider the type has now.
+#[tokio::test]
+async fn a_record_made_through_cloud_control_stays_there_when_its_type_has_an_sdk_provider() {
+    let app = App::new("cdkd-route-pinned");
+    let stack = "RoutePinned";
+    let name = unique_name("/cdkd/pinned");
+    let props = |value: &str| json!({"Name": name, "Type": "String", "Value": value});
+    let id = cc_create("AWS::SSM::Parameter", &props("v1")).await;
+    assert_eq!(id, name);
+    pinned_state(
+        &app,
+        stack,
+        "P",
+        "AWS::SSM::Parameter",
+        &name,
+        &props("v1"),
+        json!({}),
+    )
+    .await;
     let template = |value: &str| json!({"Resources": {"P": {"Type": "AWS::SSM::Parameter", "Properties": props(value)}}});
     app.write_stacks(&[(stack, &template("v1"), &[])]);
     let (code, text) = diff_fail(&app);

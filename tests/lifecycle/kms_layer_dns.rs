@@ -9,7 +9,7 @@
 //! Control (what a cdkd from before the Route 53 provider wrote) diffs clean and updates
 //! through Cloud Control.
 
-use crate::deploy_routing::{cc_create, cc_properties, diff_fail};
+use crate::deploy_routing::{cc_create, cc_properties, diff_fail, pinned_state};
 use crate::fixture_app::{record, run, traced};
 use crate::support;
 
@@ -248,43 +248,6 @@ async fn kms_layers_and_dns_deploy_update_and_destroy_through_their_sdk_provider
         "the zone survived"
     );
     let _ = std::fs::remove_file(&trace);
-}
-
-/// Writes the state of a cdkd from before the type had an SDK provider: one resource,
-/// recorded as made through Cloud Control.
-async fn pinned_state(
-    app: &support::app::App,
-    stack: &str,
-    logical: &str,
-    ty: &str,
-    id: &str,
-    props: &Value,
-    attributes: Value,
-) {
-    let state = json!({
-        "version": 11,
-        "stackName": stack,
-        "region": "us-east-1",
-        "resources": {logical: {
-            "physicalId": id,
-            "resourceType": ty,
-            "properties": props,
-            "attributes": attributes,
-            "dependencies": [],
-            "provisionedBy": "cc-api"
-        }},
-        "outputs": {},
-        "lastModified": 1_764_633_600_000_u64
-    });
-    support::s3_client()
-        .await
-        .put_object()
-        .bucket(&app.bucket)
-        .key(format!("cdkd/{stack}/us-east-1/state.json"))
-        .body(state.to_string().into_bytes().into())
-        .send()
-        .await
-        .expect("put the fixture state");
 }
 
 /// A stack recorded through Cloud Control for a type that now has an SDK provider, pinned
