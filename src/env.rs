@@ -14,6 +14,12 @@ pub const AWS_ACCOUNT_ID: &str = "AWS_ACCOUNT_ID";
 /// How long (whole seconds) a deploy waits for a custom resource's handler to answer
 /// (default 3600, CloudFormation's hour).
 pub const CDKD_CUSTOM_RESOURCE_TIMEOUT: &str = "CDKD_CUSTOM_RESOURCE_TIMEOUT";
+/// `cdkd local invoke` / `local run-invocation`: the directory put on a Node.js function's
+/// NODE_PATH (the AWS SDK v3 the Lambda Node.js runtimes preinstall).
+pub const CDKD_LAMBDA_NODE_PATH: &str = "CDKD_LAMBDA_NODE_PATH";
+/// The local Lambda runtime's interpreters, when not `node` / `python3` on PATH.
+pub const CDKD_LAMBDA_NODE: &str = "CDKD_LAMBDA_NODE";
+pub const CDKD_LAMBDA_PYTHON: &str = "CDKD_LAMBDA_PYTHON";
 
 /// Set for the app: where it writes the cloud assembly.
 pub const CDK_OUTDIR: &str = "CDK_OUTDIR";

@@ -27,6 +27,7 @@ pub mod context;
 pub mod engine;
 pub mod env;
 pub mod error;
+pub mod lambda_runtime;
 pub mod plan;
 pub mod provider;
 pub mod redact;

@@ -7,7 +7,9 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod cdk_compat;
+mod local;
 pub use cdk_compat::{CdkDeployCompat, CdkGlobalCompat};
+pub use local::{LocalCommand, LocalInvokeArgs, RunInvocationArgs};
 
 /// Deploy AWS CDK apps without CloudFormation.
 ///
@@ -146,6 +148,9 @@ pub enum Command {
     Events(EventsArgs),
     /// List the cached context values (cdk.context.json and the rest), or reset them.
     Context(ContextArgs),
+    /// Run the app's Lambda functions on this machine (Node.js and Python, no Docker).
+    #[command(subcommand)]
+    Local(LocalCommand),
 }
 
 /// Resource operations per stack at once unless `--concurrency` says otherwise: enough for a
@@ -679,6 +684,8 @@ impl Command {
             Command::Drift(_) => "drift",
             Command::PublishAssets(_) => "publish-assets",
             Command::Context(_) => "context",
+            Command::Local(LocalCommand::Invoke(_)) => "local invoke",
+            Command::Local(LocalCommand::RunInvocation(_)) => "local run-invocation",
             Command::Events(a) => match a.command {
                 Some(EventsCommand::Prune(_)) => "events prune",
                 None => "events",

@@ -11,6 +11,8 @@ mod events;
 mod force_unlock;
 mod import;
 mod list;
+mod local;
+mod local_function;
 mod orphan;
 mod orphan_state;
 mod publish_assets;
@@ -242,6 +244,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Orphan(args) => orphan::run(&session, args).await,
         Command::Context(args) => context::run(&session, args),
         Command::Events(args) => events::run(&session, args).await,
+        Command::Local(cmd) => local::run(&session, cmd).await,
         other => Err(Error::NotImplemented {
             command: other.name(),
         }),

@@ -16,6 +16,7 @@ mod cli;
 mod context;
 mod corpus;
 mod import;
+mod local_invoke;
 mod import_migrate;
 mod orphan;
 mod parameters;
