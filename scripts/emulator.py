@@ -5,8 +5,9 @@ Run it with the Python of the emulator venv (scripts/emulator does this):
     emulator.py serve --host 127.0.0.1 --port 5000 [--latency-ms N]
         Serve moto's WSGI app with werkzeug, answering every request N ms after it
         arrived (moto's own processing counted inside them), with the
-        Cloud Control API emulator (cloudcontrol_emulator.py) and the Lambda Invoke
-        recorder (lambda_invocations.py) in front of it.
+        Cloud Control API emulator (cloudcontrol_emulator.py) and Lambda Invoke
+        (lambda_invocations.py: recorded, and run with cdkd's local Lambda runtime) in
+        front of it.
     emulator.py free-port [--host 127.0.0.1]
         Print a TCP port that is free right now.
     emulator.py wait URL [--timeout S] [--pid PID]
@@ -203,8 +204,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from cloudcontrol_emulator import wrap as with_cloudcontrol
 
     served = with_cloudcontrol(AtomicConditionalWrites(app))
-    # Lambda Invoke answered without running code, with the invocations recorded for tests
-    # (scripts/lambda_invocations.py): moto runs Lambda code only through Docker.
+    # Lambda Invoke recorded for tests and, for Node.js / Python functions, run with cdkd's
+    # local Lambda runtime (scripts/lambda_invocations.py): moto runs code only through Docker.
     from lambda_invocations import wrap as with_lambda_invocations
 
     served = with_lambda_invocations(served)

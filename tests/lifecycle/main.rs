@@ -21,6 +21,7 @@ mod deploy_secrets;
 mod deploy_tags;
 mod destroy;
 mod diff;
+mod custom_resources;
 mod ec2_network;
 mod events;
 mod fixture_app;

@@ -132,9 +132,6 @@ pub(crate) fn masked_delete(id: &str, rec: &ResourceState) -> Option<String> {
     })
 }
 
-/// The CDK's bucket-emptying custom resource (`autoDeleteObjects: true`).
-pub(crate) const AUTO_DELETE_OBJECTS_TYPE: &str = "Custom::S3AutoDeleteObjects";
-
 /// Deletes the AWS resource a record names, through the provider that serves it (its recorded
 /// `provisionedBy` first), and says which route it took. The one per-resource delete of both
 /// the delete half of a deploy and `cdkd destroy`, so a type-specific delete rule added here
@@ -159,12 +156,6 @@ pub(crate) async fn delete_recorded(
     };
     if let Some(why) = masked_delete(id, rec) {
         return (route, Err(why));
-    }
-    if rec.resource_type == AUTO_DELETE_OBJECTS_TYPE {
-        // The CDK's autoDeleteObjects handler would empty the bucket; cdkd's bucket delete
-        // does that itself for an opted-in bucket, so the handler is not invoked (an
-        // unreachable handler would otherwise hold the delete for the custom-resource timeout).
-        return (route, Ok(()));
     }
     let Some((_, provider)) = found else {
         let message = format!(

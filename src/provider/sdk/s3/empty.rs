@@ -3,8 +3,10 @@
 //! template opted in to emptying it. The CDK's `autoDeleteObjects: true` opts in by tagging the
 //! bucket `aws-cdk:auto-delete-objects: true`; cdkd then removes every object version and
 //! delete marker itself (so a versioned bucket goes too) and deletes the bucket. The CDK's
-//! `Custom::S3AutoDeleteObjects` resource, whose handler would do the same, is not invoked on
-//! destroy (see `engine::destroy`).
+//! `Custom::S3AutoDeleteObjects` resource is sent its Delete like any custom resource (it is
+//! deleted before the bucket it names), so its handler empties the bucket first, as under
+//! CloudFormation; emptying here covers a handler that is gone (a Delete whose function no
+//! longer exists is done, with a warning) or left objects behind.
 
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use serde_json::{Map, Value};
