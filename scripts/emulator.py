@@ -5,9 +5,10 @@ Run it with the Python of the emulator venv (scripts/emulator does this):
     emulator.py serve --host 127.0.0.1 --port 5000 [--latency-ms N]
         Serve moto's WSGI app with werkzeug, answering every request N ms after it
         arrived (moto's own processing counted inside them), with the
-        Cloud Control API emulator (cloudcontrol_emulator.py) and Lambda Invoke
-        (lambda_invocations.py: recorded, and run with cdkd's local Lambda runtime) in
-        front of it.
+        Cloud Control API emulator (cloudcontrol_emulator.py), Lambda Invoke
+        (lambda_invocations.py: recorded, and run with cdkd's local Lambda runtime) and
+        Step Functions executions of Cloud Control state machines (stepfunctions_waiter.py)
+        in front of it.
     emulator.py free-port [--host 127.0.0.1]
         Print a TCP port that is free right now.
     emulator.py wait URL [--timeout S] [--pid PID]
@@ -209,6 +210,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from lambda_invocations import wrap as with_lambda_invocations
 
     served = with_lambda_invocations(served)
+    # Executions of the state machines Cloud Control holds (the CDK provider framework's
+    # isComplete waiter): Lambda Tasks with Retry / Catch (scripts/stepfunctions_waiter.py).
+    from stepfunctions_waiter import wrap as with_stepfunctions_waiter
+
+    served = with_stepfunctions_waiter(served)
     if args.latency_ms > 0:
         served = LatencyMiddleware(served, args.latency_ms / 1000.0)
 
