@@ -566,13 +566,36 @@ fn write_assembly(dir: &std::path::Path, stack: &str, template: &Value) {
 }
 
 fn custom_stack(function: &str, size: Option<u32>) -> Value {
+    custom_stack_with(function, size, "def handler(event, context):\n    pass\n")
+}
+
+/// A real handler (the emulator runs it, scripts/lambda-invocations.md): answers every
+/// request SUCCESS with physical id thing-1, and `Endpoint` = thing.local for Size 1,
+/// thing2.local for Size 2, through the envelope's presigned ResponseURL.
+const ANSWERING_HANDLER: &str = r#"import json
+import urllib.request
+
+
+def handler(event, context):
+    size = event["ResourceProperties"].get("Size")
+    data = {} if event["RequestType"] == "Delete" else {"Endpoint": "thing.local" if size == "1" else "thing%s.local" % size}
+    body = json.dumps({
+        "Status": "SUCCESS", "PhysicalResourceId": event.get("PhysicalResourceId", "thing-1"),
+        "StackId": event["StackId"], "RequestId": event["RequestId"],
+        "LogicalResourceId": event["LogicalResourceId"], "Data": data,
+    }).encode()
+    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": ""})
+    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request).read()
+"#;
+
+fn custom_stack_with(function: &str, size: Option<u32>, code: &str) -> Value {
     let mut resources = json!({
         "Role": {"Type": "AWS::IAM::Role", "Properties": {
             "AssumeRolePolicyDocument": serde_json::from_str::<Value>(TRUST).expect("trust")}},
         "Handler": {"Type": "AWS::Lambda::Function", "Properties": {
             "FunctionName": function, "Runtime": "python3.12", "Handler": "index.handler",
             "Role": {"Fn::GetAtt": ["Role", "Arn"]},
-            "Code": {"ZipFile": "def handler(event, context):\n    pass\n"}}},
+            "Code": {"ZipFile": code}}},
         "Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"},
         "CDKMetadata": {"Type": "AWS::CDK::Metadata", "Properties": {"Analytics": "v2:deflate64:x"}}
     });
@@ -602,14 +625,16 @@ async fn cdkd_deploy_creates_updates_and_deletes_a_custom_resource() {
     let stack = format!("Cr{}", support::unique_name("e2e").replace('-', "x"));
     let function = support::unique_name("cr-e2e");
 
-    // Create: the function is made by the deploy, then the handler is invoked.
-    write_assembly(dir.path(), &stack, &custom_stack(&function, Some(1)));
-    let deploy = deploy_in_background(dir.path(), &bucket);
-    let handler = play(&function, 0, |e| {
-        Some(success(e, "thing-1", json!({"Endpoint": "thing.local"})))
-    });
-    let envelope = handler.join().expect("handler");
-    let (code, stdout, stderr) = deploy.join().expect("deploy");
+    // Create: the function is made by the deploy, then the handler is invoked and answers.
+    write_assembly(
+        dir.path(),
+        &stack,
+        &custom_stack_with(&function, Some(1), ANSWERING_HANDLER),
+    );
+    let (code, stdout, stderr) = deploy_in_background(dir.path(), &bucket)
+        .join()
+        .expect("deploy");
+    let envelope = envelope_of(&function, 0);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(envelope["RequestType"], "Create");
     assert_eq!(envelope["ResourceType"], "Custom::Thing");
@@ -632,13 +657,15 @@ async fn cdkd_deploy_creates_updates_and_deletes_a_custom_resource() {
     assert!(state["resources"].get("CDKMetadata").is_none(), "skipped");
 
     // Update: the handler gets Update with the old properties.
-    write_assembly(dir.path(), &stack, &custom_stack(&function, Some(2)));
-    let deploy = deploy_in_background(dir.path(), &bucket);
-    let handler = play(&function, 1, |e| {
-        Some(success(e, "thing-1", json!({"Endpoint": "thing2.local"})))
-    });
-    let envelope = handler.join().expect("handler");
-    let (code, stdout, stderr) = deploy.join().expect("deploy");
+    write_assembly(
+        dir.path(),
+        &stack,
+        &custom_stack_with(&function, Some(2), ANSWERING_HANDLER),
+    );
+    let (code, stdout, stderr) = deploy_in_background(dir.path(), &bucket)
+        .join()
+        .expect("deploy");
+    let envelope = envelope_of(&function, 1);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(envelope["RequestType"], "Update");
     assert_eq!(envelope["OldResourceProperties"]["Size"], "1");
@@ -647,11 +674,15 @@ async fn cdkd_deploy_creates_updates_and_deletes_a_custom_resource() {
     assert_eq!(printed[&stack]["outputs"]["Endpoint"], "thing2.local");
 
     // Removed from the template: the handler gets Delete.
-    write_assembly(dir.path(), &stack, &custom_stack(&function, None));
-    let deploy = deploy_in_background(dir.path(), &bucket);
-    let handler = play(&function, 2, |e| Some(success(e, "thing-1", json!({}))));
-    let envelope = handler.join().expect("handler");
-    let (code, _, stderr) = deploy.join().expect("deploy");
+    write_assembly(
+        dir.path(),
+        &stack,
+        &custom_stack_with(&function, None, ANSWERING_HANDLER),
+    );
+    let (code, _, stderr) = deploy_in_background(dir.path(), &bucket)
+        .join()
+        .expect("deploy");
+    let envelope = envelope_of(&function, 2);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(envelope["RequestType"], "Delete");
     assert_eq!(envelope["PhysicalResourceId"], "thing-1");
@@ -669,6 +700,17 @@ async fn cdkd_deploy_creates_updates_and_deletes_a_custom_resource() {
         .await
         .expect("ListObjectVersions");
     assert_eq!(left.versions().len(), 0, "{left:?}");
+}
+
+/// The envelope of invocation number `index` of `function`, which the handler ran on and
+/// answered by itself (the emulator recorded it, with its outcome).
+fn envelope_of(function: &str, index: usize) -> Value {
+    let all = support::handler::invocations(function);
+    let invocation = all
+        .get(index)
+        .unwrap_or_else(|| panic!("invocation {index} of {function}: {all:?}"));
+    assert_eq!(invocation["outcome"]["status"], "success", "{invocation}");
+    invocation["payload"].clone()
 }
 
 fn state_json(bucket: &str, stack: &str) -> Value {

@@ -1,6 +1,12 @@
-//! Playing a custom resource's handler: moto never runs Lambda code, so the emulator records
-//! each invocation (GET /_lambda/invocations, scripts/lambda-invocations.md) and a test reads
-//! the envelope and PUTs the cfn-response to its presigned ResponseURL, as a handler would.
+//! Playing a custom resource's handler by hand, for the tests whose point is cdkd's side of
+//! the exchange under answers a real handler would rarely give (FAILED with a reason, NoEcho
+//! Data, a new physical id on Update, no answer at all). The emulator runs a Node.js / Python
+//! function's code (scripts/lambda-invocations.md), so these tests deploy a handler that runs
+//! and returns without answering (`pass`); the emulator records each invocation
+//! (GET /_lambda/invocations) and a test reads the envelope and PUTs the cfn-response to its
+//! presigned ResponseURL. Tests of the ordinary round trip use a handler that answers by
+//! itself instead (provider_custom's ANSWERING_HANDLER, the CDK's own handlers in
+//! lifecycle::custom_resources).
 
 use std::time::{Duration, Instant};
 
