@@ -741,13 +741,14 @@ async fn cdkd_destroy_sends_the_custom_resource_its_delete() {
     let dir = tempfile::tempdir().expect("temp dir");
     let stack = format!("Crd{}", support::unique_name("e2e").replace('-', "x"));
     let function = support::unique_name("cr-destroy");
-    write_assembly(dir.path(), &stack, &custom_stack(&function, Some(7)));
-    let deploy = deploy_in_background(dir.path(), &bucket);
-    let handler = play(&function, 0, |e| {
-        Some(success(e, "gone-soon", json!({"Endpoint": "x"})))
-    });
-    handler.join().expect("handler");
-    let (code, _, stderr) = deploy.join().expect("deploy");
+    write_assembly(
+        dir.path(),
+        &stack,
+        &custom_stack_with(&function, Some(7), ANSWERING_HANDLER),
+    );
+    let (code, _, stderr) = deploy_in_background(dir.path(), &bucket)
+        .join()
+        .expect("deploy");
     assert_eq!(code, 0, "{stderr}");
 
     let destroy = {
@@ -764,15 +765,14 @@ async fn cdkd_destroy_sends_the_custom_resource_its_delete() {
                 .expect("runs")
         })
     };
-    let handler = play(&function, 1, |e| Some(success(e, "gone-soon", json!({}))));
-    let envelope = handler.join().expect("handler");
     let out = destroy.join().expect("destroy");
+    let envelope = envelope_of(&function, 1);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(envelope["RequestType"], "Delete");
-    assert_eq!(envelope["PhysicalResourceId"], "gone-soon");
+    assert_eq!(envelope["PhysicalResourceId"], "thing-1");
     assert_eq!(envelope["ResourceProperties"]["Size"], "7");
 }
