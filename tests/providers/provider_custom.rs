@@ -77,8 +77,14 @@ impl Env {
             .with_polling(Duration::from_millis(50), Duration::from_millis(200))
     }
 
-    /// A function moto holds (its code never runs); returns its name and ARN.
+    /// A function whose handler runs and returns without answering (a test plays the
+    /// answer); returns its name and ARN.
     async fn function(&self) -> (String, String) {
+        self.function_with("def handler(e, c): pass\n").await
+    }
+
+    /// A function whose handler is `source` (index.py); returns its name and ARN.
+    async fn function_with(&self, source: &str) -> (String, String) {
         let role = aws_sdk_iam::Client::new(&self.sdk)
             .create_role()
             .role_name(support::unique_name("cr-role"))
@@ -98,7 +104,7 @@ impl Env {
             .handler("index.handler")
             .code(
                 FunctionCode::builder()
-                    .zip_file(Blob::new(zip_bytes("def handler(e, c): pass\n")))
+                    .zip_file(Blob::new(zip_bytes(source)))
                     .build(),
             )
             .send()
@@ -180,22 +186,15 @@ fn response_key(envelope: &Value) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn lambda_backed_create_update_delete_round_trip() {
     let env = Env::new().await;
-    let (name, arn) = env.function().await;
+    let (name, arn) = env.function_with(DATABASE_HANDLER).await;
     let provider = env.provider(Duration::from_secs(20));
     let ctx = env.ctx();
     let v1 = props(json!({"ServiceToken": arn, "Size": 3, "Enabled": true, "Name": "a"}));
     let req = request("Db", "Custom::Database", &v1);
 
     // Create: the envelope CloudFormation sends; Data becomes the attributes.
-    let handler = play(&name, 0, |e| {
-        Some(success(
-            e,
-            "db-1",
-            json!({"Endpoint": "db.local", "Port": 5432}),
-        ))
-    });
     let made = provider.create(&ctx, &req).await.expect("create");
-    let envelope = handler.join().expect("handler");
+    let envelope = envelope_of(&name, 0);
     assert_eq!(made.physical_id, "db-1");
     assert_eq!(made.attributes["Endpoint"], "db.local");
     assert_eq!(made.attributes["Port"], 5432);
@@ -237,14 +236,11 @@ async fn lambda_backed_create_update_delete_round_trip() {
     // Update in place: OldResourceProperties and the physical id travel with it.
     let v2 = props(json!({"ServiceToken": arn, "Size": 4, "Enabled": true, "Name": "a"}));
     let req2 = request("Db", "Custom::Database", &v2);
-    let handler = play(&name, 1, |e| {
-        Some(success(e, "db-1", json!({"Endpoint": "db2.local"})))
-    });
     let out = provider
         .update(&ctx, &req2, "db-1", &v1)
         .await
         .expect("update");
-    let envelope = handler.join().expect("handler");
+    let envelope = envelope_of(&name, 1);
     let UpdateOutcome::Updated(updated) = out else {
         panic!("expected an in-place update")
     };
@@ -262,9 +258,8 @@ async fn lambda_backed_create_update_delete_round_trip() {
     assert_eq!(env.versions(&response_key(&envelope)).await.0, 0);
 
     // Delete.
-    let handler = play(&name, 2, |e| Some(success(e, "db-1", json!({}))));
     provider.delete(&ctx, &req2, "db-1").await.expect("delete");
-    let envelope = handler.join().expect("handler");
+    let envelope = envelope_of(&name, 2);
     assert_eq!(envelope["RequestType"], "Delete");
     assert_eq!(envelope["PhysicalResourceId"], "db-1");
     assert_eq!(envelope["ResourceProperties"]["Size"], "4");
@@ -583,6 +578,23 @@ def handler(event, context):
         "Status": "SUCCESS", "PhysicalResourceId": event.get("PhysicalResourceId", "thing-1"),
         "StackId": event["StackId"], "RequestId": event["RequestId"],
         "LogicalResourceId": event["LogicalResourceId"], "Data": data,
+    }).encode()
+    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": ""})
+    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request).read()
+"#;
+
+/// A real handler for the in-process round trip: physical id db-1; Create answers
+/// Endpoint db.local and Port 5432 (a number), Update Endpoint db2.local, Delete no Data.
+const DATABASE_HANDLER: &str = r#"import json
+import urllib.request
+
+
+def handler(event, context):
+    kind = event["RequestType"]
+    data = {"Create": {"Endpoint": "db.local", "Port": 5432}, "Update": {"Endpoint": "db2.local"}}.get(kind, {})
+    body = json.dumps({
+        "Status": "SUCCESS", "PhysicalResourceId": "db-1", "StackId": event["StackId"],
+        "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"], "Data": data,
     }).encode()
     request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": ""})
     urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request).read()
