@@ -560,10 +560,6 @@ fn write_assembly(dir: &std::path::Path, stack: &str, template: &Value) {
     std::fs::write(dir.join("manifest.json"), manifest.to_string()).expect("manifest");
 }
 
-fn custom_stack(function: &str, size: Option<u32>) -> Value {
-    custom_stack_with(function, size, "def handler(event, context):\n    pass\n")
-}
-
 /// A real handler (the emulator runs it, scripts/lambda-invocations.md): answers every
 /// request SUCCESS with physical id thing-1, and `Endpoint` = thing.local for Size 1,
 /// thing2.local for Size 2, through the envelope's presigned ResponseURL.
