@@ -19,7 +19,7 @@ use cdkd::provider::custom::wait_condition::{WaitConditionHandleProvider, WaitCo
 use cdkd::provider::custom::{unmasked_data, CustomResourceProvider};
 use cdkd::provider::{Provider, ProviderContext, ProviderError, ResourceRequest, UpdateOutcome};
 use serde_json::{json, Map, Value};
-use support::handler::{invocations, play, respond, success};
+use support::handler::{invocations, respond, success};
 
 const TRUST: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
 
@@ -269,15 +269,17 @@ async fn lambda_backed_create_update_delete_round_trip() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_update_answered_with_a_new_physical_id_deletes_the_old_one() {
     let env = Env::new().await;
-    let (name, arn) = env.function().await;
+    let (name, arn) = env
+        .function_with(&answering(
+            "    if event[\"RequestType\"] == \"Update\":\n        respond(event, PhysicalResourceId=\"thing-2\", Data={\"V\": \"2\"})\n    else:\n        respond(event, PhysicalResourceId=event[\"PhysicalResourceId\"])",
+        ))
+        .await;
     let provider = env.provider(Duration::from_secs(20));
     let ctx = env.ctx();
     let old = props(json!({"ServiceToken": arn, "Version": "1"}));
     let new = props(json!({"ServiceToken": arn, "Version": "2"}));
     let req = request("Thing", "AWS::CloudFormation::CustomResource", &new);
 
-    let updater = play(&name, 0, |e| Some(success(e, "thing-2", json!({"V": "2"}))));
-    let deleter = play(&name, 1, |e| Some(success(e, "thing-1", json!({}))));
     let out = provider
         .update(&ctx, &req, "thing-1", &old)
         .await
@@ -286,8 +288,8 @@ async fn an_update_answered_with_a_new_physical_id_deletes_the_old_one() {
         panic!("expected Updated")
     };
     assert_eq!(made.physical_id, "thing-2");
-    assert_eq!(updater.join().expect("handler")["RequestType"], "Update");
-    let delete = deleter.join().expect("handler");
+    assert_eq!(envelope_of(&name, 0)["RequestType"], "Update");
+    let delete = envelope_of(&name, 1);
     assert_eq!(delete["RequestType"], "Delete");
     assert_eq!(delete["PhysicalResourceId"], "thing-1");
     assert_eq!(
@@ -299,18 +301,16 @@ async fn an_update_answered_with_a_new_physical_id_deletes_the_old_one() {
 #[tokio::test(flavor = "multi_thread")]
 async fn failed_is_reported_with_the_handlers_reason() {
     let env = Env::new().await;
-    let (name, arn) = env.function().await;
+    let (name, arn) = env
+        .function_with(&answering(
+            "    respond(event, Status=\"FAILED\", Reason=\"quota exceeded in account\", PhysicalResourceId=\"x\")",
+        ))
+        .await;
     let provider = env.provider(Duration::from_secs(20));
     let p = props(json!({"ServiceToken": arn}));
     let req = request("Quota", "Custom::Quota", &p);
-    let handler = play(&name, 0, |e| {
-        Some(
-            json!({"Status": "FAILED", "Reason": "quota exceeded in account",
-                    "RequestId": e["RequestId"], "PhysicalResourceId": "x"}),
-        )
-    });
     let err = provider.create(&env.ctx(), &req).await.expect_err("FAILED");
-    let envelope = handler.join().expect("handler");
+    let envelope = envelope_of(&name, 0);
     let text = err.to_string();
     assert!(text.starts_with("Quota (Custom::Quota): "), "{text}");
     assert!(
@@ -327,13 +327,13 @@ async fn a_handler_that_never_answers_times_out_naming_the_resource_and_function
     let provider = env.provider(Duration::from_secs(1));
     let p = props(json!({"ServiceToken": arn}));
     let req = request("Silent", "Custom::Silent", &p);
-    let handler = play(&name, 0, |_| None);
     let started = Instant::now();
     let err = provider
         .create(&env.ctx(), &req)
         .await
         .expect_err("timeout");
-    let envelope = handler.join().expect("handler");
+    // The handler ran (and returned without answering).
+    let envelope = envelope_of(&name, 0);
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(matches!(err, ProviderError::Timeout { .. }), "{err}");
     let text = err.to_string();
@@ -353,17 +353,15 @@ async fn a_handler_that_never_answers_times_out_naming_the_resource_and_function
 #[tokio::test(flavor = "multi_thread")]
 async fn no_echo_data_is_masked_in_attributes_and_kept_in_process() {
     let env = Env::new().await;
-    let (name, arn) = env.function().await;
+    let (_, arn) = env
+        .function_with(&answering(
+            "    respond(event, PhysicalResourceId=\"m-1\", NoEcho=True, Data={\"Token\": \"s3cr3t-value\", \"Count\": 2})",
+        ))
+        .await;
     let provider = env.provider(Duration::from_secs(20));
     let p = props(json!({"ServiceToken": arn}));
     let req = request("Minter", "Custom::Minter", &p);
-    let handler = play(&name, 0, |e| {
-        let mut r = success(e, "m-1", json!({"Token": "s3cr3t-value", "Count": 2}));
-        r["NoEcho"] = json!(true);
-        Some(r)
-    });
     let made = provider.create(&env.ctx(), &req).await.expect("create");
-    handler.join().expect("handler");
     assert_eq!(made.attributes["Token"], "***");
     assert_eq!(made.attributes["Count"], 2);
     let real = unmasked_data(&env.stack, "Minter").expect("kept in process");
@@ -578,6 +576,29 @@ def handler(event, context):
     request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": ""})
     urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request).read()
 "#;
+
+/// A Python handler whose `handler` is `body` (indented four spaces), with
+/// `respond(event, **fields)` PUTting a cfn-response (Status SUCCESS unless given) to the
+/// envelope's ResponseURL, as the cfnresponse module does.
+fn answering(body: &str) -> String {
+    format!(
+        r#"import json
+import urllib.request
+
+
+def respond(event, **fields):
+    doc = {{"Status": "SUCCESS", "StackId": event["StackId"], "RequestId": event["RequestId"],
+           "LogicalResourceId": event["LogicalResourceId"]}}
+    doc.update(fields)
+    request = urllib.request.Request(event["ResponseURL"], data=json.dumps(doc).encode(), method="PUT", headers={{"Content-Type": ""}})
+    urllib.request.build_opener(urllib.request.ProxyHandler({{}})).open(request).read()
+
+
+def handler(event, context):
+{body}
+"#
+    )
+}
 
 /// A real handler for the in-process round trip: physical id db-1; Create answers
 /// Endpoint db.local and Port 5432 (a number), Update Endpoint db2.local, Delete no Data.
