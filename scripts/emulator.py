@@ -155,6 +155,22 @@ def _skip_per_request_rescans() -> None:
     )
 
 
+def _keep_modified_rds_subnet_groups() -> None:
+    """moto 5.2.5's ModifyDBSubnetGroup takes the group out of its table and never puts it
+    back, so the group a modify answered for is gone for every later call. Real RDS keeps it:
+    the same call, putting the group back under its name."""
+    from moto.rds.models import RDSBackend
+
+    modify = RDSBackend.modify_db_subnet_group
+
+    def keeping(self, subnet_name, description, subnets):  # type: ignore[no-untyped-def]
+        group = modify(self, subnet_name, description, subnets)
+        self.subnet_groups[subnet_name] = group
+        return group
+
+    RDSBackend.modify_db_subnet_group = keeping
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     # Own session: a Ctrl-C in the shell that ran `scripts/emulator start` must not
     # reach the server; `scripts/emulator stop` ends it by pid.
@@ -194,6 +210,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return environ
 
     _skip_per_request_rescans()
+    _keep_modified_rds_subnet_groups()
 
     # The same app moto_server builds (moto/server.py main()).
     app = DomainDispatcherApplication(create_backend_app)

@@ -119,6 +119,7 @@ const NOT_FOUND: &[&str] = &[
     "AWS.SimpleQueueService.NonExistentQueue",
     "QueueDoesNotExist",
     "ParameterNotFound",
+    "DBSubnetGroupNotFoundFault",
 ];
 
 /// Whether an SDK answer says the thing does not exist: `Ok` means it does, a not-found error
@@ -354,6 +355,14 @@ async fn exists(r: &Recorded) -> bool {
                 Err(e) => !absent(&what, Err::<(), _>(e)),
             }
         }
+        "AWS::RDS::DBSubnetGroup" => !absent(
+            &what,
+            aws_sdk_rds::Client::new(&config)
+                .describe_db_subnet_groups()
+                .db_subnet_group_name(id)
+                .send()
+                .await,
+        ),
         "AWS::KMS::Alias" => aws_sdk_kms::Client::new(&config)
             .list_aliases()
             .send()

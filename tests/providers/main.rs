@@ -21,6 +21,7 @@ mod provider_kms;
 mod provider_lambda;
 mod provider_lambda_layer;
 mod provider_logs;
+mod provider_rds;
 mod provider_route53;
 mod provider_s3;
 mod provider_secretsmanager;

@@ -13,6 +13,7 @@ mod iam;
 mod kms;
 mod lambda;
 mod logs;
+mod rds;
 mod route53;
 mod s3;
 mod scaffold;
@@ -67,6 +68,7 @@ pub fn all() -> Vec<Arc<dyn Provider>> {
         Arc::new(lambda::EventSourceMappingProvider),
         Arc::new(lambda::LayerProvider),
         Arc::new(logs::LogsProvider),
+        Arc::new(rds::RdsProvider),
         Arc::new(route53::Route53Provider),
         Arc::new(s3::BucketProvider),
         Arc::new(s3::BucketPolicyProvider),
