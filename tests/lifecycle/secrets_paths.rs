@@ -7,14 +7,9 @@
 
 use crate::support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
-
 use serde_json::{json, Value};
 use support::app::App;
-use support::handler::{invocations, respond, success};
+use support::handler::invocations;
 use support::{sdk_config, unique_name};
 
 const TRUST: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
@@ -40,35 +35,34 @@ fn run(app: &App, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Plays `function`'s handler in a thread until the returned flag is set: every invocation
-/// from number `from` on is answered with `answer(number, envelope)`.
-fn serve(
-    function: &str,
-    from: usize,
-    answer: impl Fn(usize, &Value) -> Value + Send + 'static,
-) -> (Arc<AtomicBool>, JoinHandle<usize>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let (flag, function) = (stop.clone(), function.to_owned());
-    let handle = std::thread::spawn(move || {
-        let mut next = from;
-        loop {
-            let all = invocations(&function);
-            while let Some(inv) = all.get(next) {
-                respond(&inv["payload"], &answer(next, &inv["payload"]));
-                next += 1;
-            }
-            if flag.load(Ordering::SeqCst) {
-                return next;
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-    });
-    (stop, handle)
-}
+/// The stacks' custom-resource handler, real code the emulator runs: `Minter` answers NoEcho
+/// with a token derived from the function's name (so no template, state or log holds it before
+/// the handler mints it) and refuses the Update to `Nonce` 2; every other resource succeeds.
+const HANDLER: &str = r#"import json
+import os
+import urllib.request
 
-fn stop(server: (Arc<AtomicBool>, JoinHandle<usize>)) -> usize {
-    server.0.store(true, Ordering::SeqCst);
-    server.1.join().expect("handler thread")
+
+def handler(event, context):
+    kind, lid = event["RequestType"], event["LogicalResourceId"]
+    props = event.get("ResourceProperties", {})
+    doc = {"Status": "SUCCESS", "PhysicalResourceId": "minted-1" if lid == "Minter" else lid.lower() + "-1",
+           "StackId": event["StackId"], "RequestId": event["RequestId"], "LogicalResourceId": lid}
+    if lid == "Minter" and kind != "Delete":
+        name = os.environ["AWS_LAMBDA_FUNCTION_NAME"]
+        doc["NoEcho"] = True
+        doc["Data"] = {"Token": "ScanT0ken" + name[::-1].replace("-", "")}
+    if kind == "Update" and str(props.get("Nonce")) == "2":
+        doc["Status"] = "FAILED"
+        doc["Reason"] = "the minter refused this update"
+    request = urllib.request.Request(event["ResponseURL"], data=json.dumps(doc).encode(), method="PUT", headers={"Content-Type": ""})
+    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request).read()
+"#;
+
+/// The token [`HANDLER`] mints for `function`.
+fn minted_token(function: &str) -> String {
+    let reversed: String = function.chars().rev().filter(|c| *c != '-').collect();
+    format!("ScanT0ken{reversed}")
 }
 
 fn handler_resources(function: &str) -> serde_json::Map<String, Value> {
@@ -78,7 +72,7 @@ fn handler_resources(function: &str) -> serde_json::Map<String, Value> {
         "Handler": {"Type": "AWS::Lambda::Function", "Properties": {
             "FunctionName": function, "Runtime": "python3.12", "Handler": "index.handler",
             "Role": {"Fn::GetAtt": ["Role", "Arn"]},
-            "Code": {"ZipFile": "def handler(event, context):\n    pass\n"}}}
+            "Code": {"ZipFile": HANDLER}}}
     });
     resources.as_object().expect("object").clone()
 }
@@ -152,7 +146,7 @@ async fn no_command_prints_or_stores_a_secret_reference_no_echo_parameter_or_no_
     let secret_name = unique_name("scan-secret");
     let secret_plain = format!("ScanS3cret{}", unique_name("v").replace('-', ""));
     let pass_plain = format!("ScanN0Echo{}", unique_name("v").replace('-', ""));
-    let token_plain = format!("ScanT0ken{}", unique_name("v").replace('-', ""));
+    let token_plain = minted_token(&function);
     aws_sdk_secretsmanager::Client::new(&config)
         .create_secret()
         .name(&secret_name)
@@ -193,17 +187,6 @@ async fn no_command_prints_or_stores_a_secret_reference_no_echo_parameter_or_no_
     );
 
     // Deploy: the handler answers NoEcho; every reader gets its plaintext in AWS.
-    let token = token_plain.clone();
-    let server = serve(&function, 0, move |i, e| {
-        let mut r = success(e, "minted-1", json!({"Token": token}));
-        r["NoEcho"] = json!(true);
-        if i == 1 {
-            // The second invocation (the Update of the failing deploy) fails.
-            r["Status"] = json!("FAILED");
-            r["Reason"] = json!("the minter refused this update");
-        }
-        r
-    });
     assert_eq!(
         step_code(&mut step, "deploy", &["deploy", "--parameters", &pass]),
         0
@@ -274,9 +257,12 @@ async fn no_command_prints_or_stores_a_secret_reference_no_echo_parameter_or_no_
 
     // Destroy: Minter's Delete is sent (its properties hold nothing masked).
     assert_eq!(step_code(&mut step, "destroy", &["destroy", "--force"]), 0);
-    let answered = stop(server);
-    assert!(answered >= 3, "Create, the failed Update and the Delete");
-    let last = &invocations(&function)[answered - 1]["payload"];
+    let answered = invocations(&function);
+    assert!(
+        answered.len() >= 3,
+        "Create, the failed Update and the Delete"
+    );
+    let last = &answered[answered.len() - 1]["payload"];
     assert_eq!(last["RequestType"], "Delete");
 
     drop(step);
@@ -331,7 +317,6 @@ async fn a_custom_resource_delete_that_needs_a_masked_property_is_skipped_and_un
     };
 
     app.write_stacks(&[(&stack, &template(true), &[])]);
-    let server = serve(&function, 0, |_, e| success(e, "keeper-1", json!({})));
     let (code, _, stderr) = run(&app, &["deploy", "--parameters", &pass]);
     assert_eq!(code, 0, "{stderr}");
     let created = invocations(&function);
@@ -411,7 +396,6 @@ async fn a_custom_resource_delete_that_needs_a_masked_property_is_skipped_and_un
     let (code, stdout, stderr) = run(&app, &["destroy", "--force"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(!stdout.contains(&plain) && !stderr.contains(&plain));
-    stop(server);
     let all = invocations(&function);
     assert_eq!(all.len(), 2, "one Delete");
     let delete = &all[1]["payload"];
