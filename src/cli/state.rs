@@ -1,0 +1,83 @@
+//! `cdkd state` and its subcommands' options.
+
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// Show the state bucket, its region and the prefix in use.
+    Info(StateInfoArgs),
+    /// List the stacks that have state records.
+    List(StateListArgs),
+    /// List the resources recorded for a stack.
+    Resources(StateStackArgs),
+    /// Print a stack's state record.
+    Show(StateStackArgs),
+    /// Drop a stack's record, or one resource of it, leaving AWS untouched.
+    Orphan(StateOrphanArgs),
+    /// Delete a stack's resources from its state record alone, without the app.
+    Destroy(StateDestroyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StateInfoArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateListArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateStackArgs {
+    /// The stack (state record name, e.g. MyStack or Parent~Child).
+    pub stack: String,
+    /// Region of the stack's state record (needed when the stack has records in several regions).
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateOrphanArgs {
+    /// The stack whose record to drop.
+    pub stack: String,
+    /// Drop only this resource (logical id) from the record (repeatable).
+    #[arg(long = "resource", value_name = "LOGICAL_ID")]
+    pub resources: Vec<String>,
+    /// Region of the stack's state record.
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+    /// With --resource: orphan even when a reference to it cannot be resolved.
+    #[arg(long, requires = "resources")]
+    pub force: bool,
+    /// With --resource: show the reference rewrites without writing state.
+    #[arg(long, requires = "resources")]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateDestroyArgs {
+    /// The stack to destroy.
+    pub stack: String,
+    /// Region of the stack's state record.
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+    /// Do not ask for confirmation.
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// Delete resources whose DeletionPolicy is Snapshot without their final snapshot.
+    #[arg(long)]
+    pub skip_final_snapshot: bool,
+    /// Turn off each resource's deletion protection (RDS DeletionProtection, DynamoDB
+    /// DeletionProtectionEnabled, ...) before deleting it. The record holds no stack-level
+    /// terminationProtection (that is the app's), so state destroy does not check it.
+    #[arg(long)]
+    pub remove_protection: bool,
+}
