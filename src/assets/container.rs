@@ -150,9 +150,15 @@ pub async fn docker_available() -> bool {
 }
 
 /// Builds (or produces), tags and pushes one image, logging in to its registry only when the
-/// push is refused for credentials.
-pub async fn publish_image(ecr: &aws_sdk_ecr::Client, job: &ImageJob) -> Result<(), AssetError> {
+/// push is refused for credentials. The build (or the asset's executable) runs under a permit
+/// of `builds` (`--image-build-concurrency`); the push does not hold one.
+pub async fn publish_image(
+    ecr: &aws_sdk_ecr::Client,
+    job: &ImageJob,
+    builds: &tokio::sync::Semaphore,
+) -> Result<(), AssetError> {
     let src = &job.source;
+    let build_permit = builds.acquire().await;
     let local = match (&src.executable, &src.directory) {
         (Some(command), _) if !command.is_empty() => {
             let out = run(
@@ -202,6 +208,7 @@ pub async fn publish_image(ecr: &aws_sdk_ecr::Client, job: &ImageJob) -> Result<
             })
         }
     };
+    drop(build_permit);
     run(
         job,
         "docker tag",

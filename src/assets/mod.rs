@@ -38,8 +38,33 @@ use container::{ImageJob, ImageSource};
 use file::{FileJob, FileOutcome};
 use redirect::{Marker, Redirect};
 
-/// Uploads and pushes at once.
-const CONCURRENCY: usize = 8;
+/// How assets are published: upstream cdkd's `--asset-publish-concurrency`,
+/// `--image-build-concurrency` and `--use-cdk-bootstrap-assets`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublishOptions {
+    /// Asset jobs at once (an S3 upload, or an image's build and push).
+    pub concurrency: usize,
+    /// Docker builds (or asset executables) at once, within those jobs.
+    pub image_builds: usize,
+    /// Publish to the destinations the asset manifest names (the CDK bootstrap's bucket and
+    /// repository) even in a region opted into cdkd-owned storage, and deploy the templates
+    /// unrewritten.
+    pub use_cdk_bootstrap_assets: bool,
+}
+
+/// Upstream's defaults.
+pub const DEFAULT_PUBLISH_CONCURRENCY: usize = 8;
+pub const DEFAULT_IMAGE_BUILDS: usize = 4;
+
+impl Default for PublishOptions {
+    fn default() -> Self {
+        PublishOptions {
+            concurrency: DEFAULT_PUBLISH_CONCURRENCY,
+            image_builds: DEFAULT_IMAGE_BUILDS,
+            use_cdk_bootstrap_assets: false,
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AssetError {
@@ -388,11 +413,12 @@ pub async fn publish_for_deploy(
     backend: &S3Backend,
     caller_account: &str,
     mut stacks: Vec<StackArtifact>,
+    options: PublishOptions,
 ) -> Result<(Vec<StackArtifact>, RedirectedTemplates), AssetError> {
     let default_region = clients.default_region();
     let refs: Vec<&StackArtifact> = stacks.iter().collect();
-    let redirects = redirects_for(clients, backend, caller_account, &refs).await?;
-    publish_with(clients, caller_account, &refs, &redirects).await?;
+    let redirects = redirects_for(clients, backend, caller_account, &refs, options).await?;
+    publish_with(clients, caller_account, &refs, &redirects, options).await?;
     drop(refs);
     let guard = redirect_templates(
         &mut stacks,
@@ -411,10 +437,11 @@ pub async fn redirect_for_reading(
     backend: &S3Backend,
     caller_account: &str,
     mut stacks: Vec<StackArtifact>,
+    options: PublishOptions,
 ) -> Result<(Vec<StackArtifact>, RedirectedTemplates), AssetError> {
     let default_region = clients.default_region();
     let refs: Vec<&StackArtifact> = stacks.iter().collect();
-    let redirects = redirects_for(clients, backend, caller_account, &refs).await?;
+    let redirects = redirects_for(clients, backend, caller_account, &refs, options).await?;
     drop(refs);
     let guard = redirect_templates(
         &mut stacks,
@@ -431,9 +458,10 @@ pub async fn publish(
     backend: &S3Backend,
     caller_account: &str,
     stacks: &[&StackArtifact],
+    options: PublishOptions,
 ) -> Result<PublishReport, AssetError> {
-    let redirects = redirects_for(clients, backend, caller_account, stacks).await?;
-    publish_with(clients, caller_account, stacks, &redirects).await
+    let redirects = redirects_for(clients, backend, caller_account, stacks, options).await?;
+    publish_with(clients, caller_account, stacks, &redirects, options).await
 }
 
 /// The redirects of the regions `stacks` publish assets to; no marker is read when there is
@@ -443,7 +471,12 @@ async fn redirects_for(
     backend: &S3Backend,
     caller_account: &str,
     stacks: &[&StackArtifact],
+    options: PublishOptions,
 ) -> Result<HashMap<String, Redirect>, AssetError> {
+    if options.use_cdk_bootstrap_assets {
+        // The manifest's destinations verbatim: no marker is read, nothing is redirected.
+        return Ok(HashMap::new());
+    }
     let default_region = clients.default_region();
     let probe = plan(
         stacks,
@@ -467,6 +500,7 @@ async fn publish_with(
     caller_account: &str,
     stacks: &[&StackArtifact],
     redirects: &HashMap<String, Redirect>,
+    options: PublishOptions,
 ) -> Result<PublishReport, AssetError> {
     let default_region = clients.default_region();
     let plan = plan(stacks, caller_account, default_region.as_deref(), redirects)?;
@@ -501,7 +535,8 @@ async fn publish_with(
         File(FileOutcome),
         Image,
     }
-    let permits = Arc::new(Semaphore::new(CONCURRENCY));
+    let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let builds = Arc::new(Semaphore::new(options.image_builds.max(1)));
     let mut tasks: JoinSet<(String, Result<Done, AssetError>)> = JoinSet::new();
     for job in plan.files {
         let s3 = clients.s3(Some(&job.region));
@@ -525,9 +560,10 @@ async fn publish_with(
     for job in images {
         let ecr = clients.ecr(Some(&job.region));
         let permits = permits.clone();
+        let builds = builds.clone();
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let result = container::publish_image(&ecr, &job).await;
+            let result = container::publish_image(&ecr, &job, &builds).await;
             if result.is_ok() {
                 ui::info(format!("  asset {}: pushed {}", job.display, job.image_uri));
             }

@@ -3,7 +3,10 @@
 use clap::Args;
 use std::path::PathBuf;
 
-use super::{AnnotationFlags, CdkDeployCompat, StackSelection};
+use super::{
+    AnnotationFlags, AssetPublishing, CdkDeployCompat, EscapeHatches, ResourceTimeouts,
+    StackSelection,
+};
 
 /// Resource operations per stack at once unless `--concurrency` says otherwise: enough for a
 /// wide stack to go in one round. What keeps a real account safe is the per-service limit on
@@ -36,6 +39,18 @@ pub struct DeployArgs {
     /// Skip the long stabilization waits (CloudFront, RDS, NAT gateways, ...).
     #[arg(long)]
     pub no_wait: bool,
+    /// Wait wherever CloudFormation waits (upstream's flag; it cannot be combined with
+    /// --no-wait). cdkd skips none of those waits by default today: the types upstream skips
+    /// them for (ECS services, CloudFront distributions) go through Cloud Control, whose
+    /// handlers wait as CloudFormation does, so the flag changes nothing yet.
+    #[arg(long, conflicts_with = "no_wait")]
+    pub full_wait: bool,
+    /// Keep the CDK's defensive DependsOn edges from VPC Lambdas (and their role, policy,
+    /// function URL and event-source mapping) onto the subnets' route and route table
+    /// association, which a deploy drops by default so those resources need not wait for the
+    /// NAT gateway (Lambda accepts a function whose VPC networking is still coming up).
+    #[arg(long)]
+    pub no_aggressive_vpc_parallel: bool,
     /// On failure keep what was created instead of rolling back automatically
     /// (cdk.json "rollback": false says the same).
     #[arg(short = 'R', long, overrides_with = "rollback")]
@@ -82,7 +97,13 @@ pub struct DeployArgs {
     #[arg(long)]
     pub skip_assets: bool,
     #[command(flatten)]
+    pub assets: AssetPublishing,
+    #[command(flatten)]
     pub annotations: AnnotationFlags,
+    #[command(flatten)]
+    pub timeouts: ResourceTimeouts,
+    #[command(flatten)]
+    pub escapes: EscapeHatches,
     #[command(flatten)]
     pub cdk: CdkDeployCompat,
 }

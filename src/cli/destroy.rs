@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use super::{StackSelection, DEFAULT_CONCURRENCY};
+use super::{ResourceTimeouts, StackSelection, DEFAULT_CONCURRENCY};
 
 #[derive(Debug, Args)]
 pub struct DestroyArgs {
@@ -28,4 +28,6 @@ pub struct DestroyArgs {
     /// deleting it.
     #[arg(long)]
     pub remove_protection: bool,
+    #[command(flatten)]
+    pub timeouts: ResourceTimeouts,
 }

@@ -6,20 +6,27 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod assets;
 mod cdk_compat;
 mod deploy;
 mod destroy;
+mod escape;
 mod local;
 mod state;
+mod timeouts;
+pub use assets::{AssetPublishing, AssetStorage};
 pub use cdk_compat::{CdkDeployCompat, CdkGlobalCompat};
 pub use deploy::{
     CfnFallback, DeployArgs, RequireApproval, DEFAULT_CONCURRENCY, DEFAULT_STACK_CONCURRENCY,
 };
 pub use destroy::DestroyArgs;
+pub use escape::EscapeHatches;
 pub use local::{LocalCommand, LocalInvokeArgs, RunInvocationArgs};
 pub use state::{
-    StateCommand, StateDestroyArgs, StateInfoArgs, StateListArgs, StateOrphanArgs, StateStackArgs,
+    StateCommand, StateDestroyArgs, StateInfoArgs, StateListArgs, StateOrphanArgs,
+    StateResourcesArgs, StateShowArgs, StateStackArgs,
 };
+pub use timeouts::ResourceTimeouts;
 
 /// Deploy AWS CDK apps without CloudFormation.
 ///
@@ -187,6 +194,8 @@ pub struct DiffArgs {
     #[arg(long)]
     pub recursive: bool,
     #[command(flatten)]
+    pub assets: AssetStorage,
+    #[command(flatten)]
     pub fallback: CfnFallback,
 }
 
@@ -249,6 +258,14 @@ pub struct BootstrapArgs {
     /// bootstrap's bucket and repository (legacy mode).
     #[arg(long)]
     pub no_assets: bool,
+    /// Name of the cdkd asset bucket to create [default: cdkd-assets-{account}-{region}];
+    /// written into the region's marker (a region whose marker names another is refused).
+    #[arg(long, value_name = "NAME", conflicts_with = "no_assets")]
+    pub asset_bucket: Option<String>,
+    /// Name of the container-asset ECR repository to create
+    /// [default: cdkd-container-assets-{account}-{region}]; written into the marker likewise.
+    #[arg(long, value_name = "NAME", conflicts_with = "no_assets")]
+    pub container_repo: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -288,8 +305,9 @@ pub struct OrphanArgs {
     /// Show what would change without writing state.
     #[arg(long)]
     pub dry_run: bool,
-    /// Orphan even when a reference to the resource cannot be resolved (it is kept as it is).
-    #[arg(long)]
+    /// Orphan even when a reference to the resource cannot be resolved from the record's
+    /// attributes cache (it is kept as it is), and ask no confirmation on a terminal.
+    #[arg(short = 'f', long)]
     pub force: bool,
     /// Region of the stack's state record (default: the stack's region).
     #[arg(long, value_name = "REGION")]
@@ -318,9 +336,13 @@ pub struct ScrubArgs {
 pub struct RollbackArgs {
     /// The stack whose rollback journal to replay.
     pub stack: String,
-    /// Drop the journaled resources from state instead of deleting them.
-    #[arg(long)]
-    pub orphan: bool,
+    /// Do not roll this resource back (by logical id, repeatable): drop it from state as it
+    /// is, left in AWS (upstream cdkd's and `cdk rollback`'s --orphan).
+    #[arg(long = "orphan", value_name = "LOGICAL_ID")]
+    pub orphan: Vec<String>,
+    /// Do not ask for confirmation on a terminal (as --yes; off a terminal nothing is asked).
+    #[arg(short = 'f', long)]
+    pub force: bool,
     /// Also revert resources whose update failed.
     #[arg(long)]
     pub revert_failed: bool,
@@ -334,8 +356,9 @@ pub struct RollbackArgs {
 
 #[derive(Debug, Args)]
 pub struct ForceUnlockArgs {
-    /// The stack whose lock to remove.
-    pub stack: String,
+    /// The stacks whose locks to remove (one or more).
+    #[arg(required = true, value_name = "STACKS")]
+    pub stacks: Vec<String>,
     /// Region of the stack's state record.
     #[arg(long, value_name = "REGION")]
     pub stack_region: Option<String>,
@@ -363,6 +386,8 @@ pub struct DriftArgs {
 pub struct PublishAssetsArgs {
     #[command(flatten)]
     pub selection: StackSelection,
+    #[command(flatten)]
+    pub assets: AssetPublishing,
 }
 
 #[derive(Debug, Args)]

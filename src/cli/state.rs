@@ -9,12 +9,12 @@ pub enum StateCommand {
     /// List the stacks that have state records.
     List(StateListArgs),
     /// List the resources recorded for a stack.
-    Resources(StateStackArgs),
+    Resources(StateResourcesArgs),
     /// Print a stack's state record.
-    Show(StateStackArgs),
-    /// Drop a stack's record, or one resource of it, leaving AWS untouched.
+    Show(StateShowArgs),
+    /// Drop stacks' records, or resources of one, leaving AWS untouched.
     Orphan(StateOrphanArgs),
-    /// Delete a stack's resources from its state record alone, without the app.
+    /// Delete stacks' resources from their state records alone, without the app.
     Destroy(StateDestroyArgs),
 }
 
@@ -30,6 +30,32 @@ pub struct StateListArgs {
     /// Print as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also show each record's resource count, last write time and lock holder.
+    #[arg(short = 'l', long, conflicts_with = "tree")]
+    pub long: bool,
+    /// Show nested stacks' records indented under their parents' (each child's record names
+    /// its parent).
+    #[arg(long)]
+    pub tree: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateResourcesArgs {
+    #[command(flatten)]
+    pub stack: StateStackArgs,
+    /// One block per resource, with its dependencies and recorded attributes.
+    #[arg(short = 'l', long, conflicts_with = "json")]
+    pub long: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateShowArgs {
+    #[command(flatten)]
+    pub stack: StateStackArgs,
+    /// Also show every nested stack's record (AWS::CloudFormation::Stack rows, recursively)
+    /// after its parent's; with --json, `{state, children: [...]}`.
+    #[arg(long)]
+    pub show_nested: bool,
 }
 
 #[derive(Debug, Args)]
@@ -46,8 +72,9 @@ pub struct StateStackArgs {
 
 #[derive(Debug, Args)]
 pub struct StateOrphanArgs {
-    /// The stack whose record to drop.
-    pub stack: String,
+    /// The stacks whose records to drop (one or more; with --resource, one).
+    #[arg(required = true, value_name = "STACKS")]
+    pub stacks: Vec<String>,
     /// Drop only this resource (logical id) from the record (repeatable).
     #[arg(long = "resource", value_name = "LOGICAL_ID")]
     pub resources: Vec<String>,
@@ -64,8 +91,9 @@ pub struct StateOrphanArgs {
 
 #[derive(Debug, Args)]
 pub struct StateDestroyArgs {
-    /// The stack to destroy.
-    pub stack: String,
+    /// The stacks to destroy (one or more, one after another).
+    #[arg(required = true, value_name = "STACKS")]
+    pub stacks: Vec<String>,
     /// Region of the stack's state record.
     #[arg(long, value_name = "REGION")]
     pub stack_region: Option<String>,
@@ -80,4 +108,6 @@ pub struct StateDestroyArgs {
     /// terminationProtection (that is the app's), so state destroy does not check it.
     #[arg(long)]
     pub remove_protection: bool,
+    #[command(flatten)]
+    pub timeouts: super::ResourceTimeouts,
 }

@@ -62,7 +62,11 @@ pub async fn run(session: &Session, args: &BootstrapArgs) -> Result<ExitStatus> 
     let assets = if args.no_assets {
         None
     } else {
-        Some(asset_storage(clients, &s3, &name, &region, args.force).await?)
+        let names = Requested {
+            bucket: args.asset_bucket.as_deref(),
+            repository: args.container_repo.as_deref(),
+        };
+        Some(asset_storage(clients, &s3, &name, &region, args.force, names).await?)
     };
     let marker_key = bootstrap_marker_key(&region);
     // --no-assets never opts a region out: an earlier marker stays, and says so.
@@ -162,13 +166,23 @@ impl AssetStorage {
     }
 }
 
-/// Creates (or heals) the region's asset bucket and repository, then writes the marker.
+/// `--asset-bucket` / `--container-repo`: names instead of the defaults.
+#[derive(Clone, Copy)]
+struct Requested<'a> {
+    bucket: Option<&'a str>,
+    repository: Option<&'a str>,
+}
+
+/// Creates (or heals) the region's asset bucket and repository, then writes the marker. A
+/// region whose marker names other storage than `requested` is refused (as upstream: the
+/// marker's names are what every deploy already publishes to).
 async fn asset_storage(
     clients: &Clients,
     state_s3: &aws_sdk_s3::Client,
     state_bucket: &str,
     region: &str,
     force: bool,
+    requested: Requested<'_>,
 ) -> Result<AssetStorage> {
     let account = clients.account_id().await?;
     let key = bootstrap_marker_key(region);
@@ -183,13 +197,37 @@ async fn asset_storage(
         Some(bytes) => Marker::parse(&bytes).ok(),
         None => None,
     };
+    if let Some(m) = &existing {
+        let differs = |flag: &str, asked: Option<&str>, recorded: Option<&str>| match asked {
+            Some(asked) if recorded != Some(asked) => Some(format!(
+                "{flag} {asked}: s3://{state_bucket}/{key} already names {} for {region}; \
+                 re-bootstrapping a region with another name is refused (deploys publish to the \
+                 marker's storage): drop the flag, or delete the marker first",
+                recorded.unwrap_or("none")
+            )),
+            _ => None,
+        };
+        let refusal =
+            differs("--asset-bucket", requested.bucket, Some(&m.asset_bucket)).or_else(|| {
+                differs(
+                    "--container-repo",
+                    requested.repository,
+                    m.container_repository.as_deref(),
+                )
+            });
+        if let Some(refusal) = refusal {
+            return Err(Error::Usage(refusal));
+        }
+    }
     let bucket = existing
         .as_ref()
         .map(|m| m.asset_bucket.clone())
+        .or_else(|| requested.bucket.map(str::to_owned))
         .unwrap_or_else(|| asset_bucket_name(&account, region));
     let repository = existing
         .as_ref()
         .and_then(|m| m.container_repository.clone())
+        .or_else(|| requested.repository.map(str::to_owned))
         .unwrap_or_else(|| container_repository_name(&account, region));
 
     let s3 = clients.s3(Some(region));

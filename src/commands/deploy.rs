@@ -50,6 +50,7 @@ impl StackOutcome {
 
 pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     let began = Instant::now();
+    args.timeouts.apply()?;
     let mut parameters = Vec::new();
     for p in &args.parameters {
         let Some(parsed) = ParameterOverride::parse(p) else {
@@ -73,6 +74,7 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         ui::info("The app has no stacks; nothing to deploy");
         return Ok(ExitStatus::Success);
     }
+    refuse_unknown_recreate_targets(&stacks, args)?;
 
     let settings = &session.settings;
     let clients = Arc::new(
@@ -98,7 +100,9 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
             .with_cfn_fallback(args.fallback.enabled()),
     );
     // Custom-resource handlers answer into the state bucket.
-    let registry = Arc::new(crate::provider::routing::registry_for(&backend));
+    let registry = Arc::new(
+        crate::provider::routing::registry_for(&backend).with_allowances(args.escapes.allowances()),
+    );
     let env = Arc::new(DeployEnv {
         clients: clients.clone(),
         backend,
@@ -112,6 +116,8 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         concurrency: args.concurrency as usize,
         parameters,
         force_stateful_recreation: args.force_stateful_recreation,
+        recreate: args.escapes.recreate(),
+        no_aggressive_vpc_parallel: args.no_aggressive_vpc_parallel,
         no_wait: args.no_wait,
         cancel: Some(cancel_on_ctrl_c()),
         no_rollback: no_rollback(args, settings.rollback),
@@ -123,23 +129,47 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
 
     if args.dry_run {
         // Planned against the templates a deploy would use (cdkd-owned asset storage).
-        let (stacks, _redirected) =
-            crate::assets::redirect_for_reading(&clients, &env.backend, &account_id, stacks)
-                .await?;
+        let (stacks, _redirected) = crate::assets::redirect_for_reading(
+            &clients,
+            &env.backend,
+            &account_id,
+            stacks,
+            args.assets.options(),
+        )
+        .await?;
         return dry_run_all(&env, &stacks, &options).await;
     }
     // Every selected stack's file and container assets, published before any stack deploys
     // (and, in a region opted into cdkd-owned asset storage, templates rewritten to match).
     // --skip-assets: the templates as a deploy rewrites them, nothing uploaded.
     let (stacks, _redirected_templates) = if args.skip_assets {
-        crate::assets::redirect_for_reading(&clients, &env.backend, &account_id, stacks).await?
+        crate::assets::redirect_for_reading(
+            &clients,
+            &env.backend,
+            &account_id,
+            stacks,
+            args.assets.options(),
+        )
+        .await?
     } else {
-        crate::assets::publish_for_deploy(&clients, &env.backend, &account_id, stacks).await?
+        crate::assets::publish_for_deploy(
+            &clients,
+            &env.backend,
+            &account_id,
+            stacks,
+            args.assets.options(),
+        )
+        .await?
     };
 
     let progress = Arc::new(Progress::new(bar_suits_stderr()));
     options.progress = Some(progress.clone());
-    let level = approval_level(args, settings.require_approval.as_deref());
+    let mut level = approval_level(args, settings.require_approval.as_deref());
+    // A move between routes deletes a live resource: confirmed like any destructive change
+    // (a prompt on a terminal, --yes elsewhere), as upstream asks before it.
+    if level == RequireApproval::Never && !options.recreate.is_empty() {
+        level = RequireApproval::Destructive;
+    }
     if level != RequireApproval::Never {
         let gate: Arc<dyn Approve> = Arc::new(ApprovalGate::new(level, session_yes(session)));
         options.approval = Some(gate);
@@ -571,4 +601,44 @@ fn cancel_on_ctrl_c() -> watch::Receiver<bool> {
         }
     });
     rx
+}
+
+/// `--recreate-via-*` names a logical id: one that no selected stack's template holds is a
+/// typo (or a construct path), refused before anything runs.
+fn refuse_unknown_recreate_targets(stacks: &[StackArtifact], args: &DeployArgs) -> Result<()> {
+    let named: Vec<&String> = args
+        .escapes
+        .recreate_via_cc_api
+        .iter()
+        .chain(&args.escapes.recreate_via_sdk_provider)
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    let mut known = std::collections::BTreeSet::new();
+    for stack in stacks {
+        let text = std::fs::read_to_string(&stack.template_file).map_err(|e| Error::Io {
+            context: format!("reading {}", stack.template_file.display()),
+            source: e,
+        })?;
+        if let Ok(Value::Object(t)) = serde_json::from_str::<Value>(&text) {
+            if let Some(Value::Object(resources)) = t.get("Resources") {
+                known.extend(resources.keys().cloned());
+            }
+        }
+    }
+    let unknown: Vec<&str> = named
+        .iter()
+        .filter(|id| !known.contains(id.as_str()))
+        .map(|id| id.as_str())
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "--recreate-via-cc-api / --recreate-via-sdk-provider: no selected stack's template has \
+         a resource with logical id {}; name the template's logical id (cdkd synth shows them), \
+         not a construct path",
+        unknown.join(", ")
+    )))
 }

@@ -46,6 +46,7 @@ struct Planned {
 }
 
 pub async fn run(session: &Session, args: &DestroyArgs) -> Result<ExitStatus> {
+    args.timeouts.apply()?;
     let assembly = session.assembly().await?;
     let selected = select_ordered(&assembly, &args.selection, false)?;
     let stacks = &selected.stacks;
@@ -314,22 +315,26 @@ fn answer(
 
 /// `cdkd state destroy <stack>`: the same destroy, from the state record alone.
 pub async fn run_state(session: &Session, args: &StateDestroyArgs) -> Result<ExitStatus> {
+    args.timeouts.apply()?;
     let clients = Arc::new(load_clients(session).await);
     let env = connect(session, clients).await?;
-    let region = stack_region(
-        session,
-        &env.backend,
-        &args.stack,
-        args.stack_region.as_deref(),
-    )
-    .await?;
+    super::each_stack(&args.stacks, |stack| {
+        state_destroy_one(session, &env, args, stack)
+    })
+    .await
+}
+
+async fn state_destroy_one(
+    session: &Session,
+    env: &DestroyEnv,
+    args: &StateDestroyArgs,
+    stack: &str,
+) -> Result<ExitStatus> {
+    let region = stack_region(session, &env.backend, stack, args.stack_region.as_deref()).await?;
     if !args.force {
         confirm(
             session,
-            &format!(
-                "Destroy {} ({region})? Every resource its state records is deleted.",
-                args.stack
-            ),
+            &format!("Destroy {stack} ({region})? Every resource its state records is deleted."),
         )?;
     }
     let options = DestroyOptions {
@@ -343,11 +348,11 @@ pub async fn run_state(session: &Session, args: &StateDestroyArgs) -> Result<Exi
         ..DestroyOptions::default()
     };
     let target = DestroyTarget {
-        stack_name: &args.stack,
+        stack_name: stack,
         region: &region,
         template_file: None,
     };
-    Ok(destroy_one(&env, &target, &options).await)
+    Ok(destroy_one(env, &target, &options).await)
 }
 
 async fn load_clients(session: &Session) -> Clients {

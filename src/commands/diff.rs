@@ -76,8 +76,14 @@ pub async fn run(session: &Session, args: &DiffArgs) -> Result<ExitStatus> {
 
     // In a region opted into cdkd-owned asset storage: the templates as a deploy rewrites them.
     let stacks: Vec<StackArtifact> = stacks.into_iter().cloned().collect();
-    let (stacks, _redirected) =
-        crate::assets::redirect_for_reading(&clients, &backend, &account_id, stacks).await?;
+    let (stacks, _redirected) = crate::assets::redirect_for_reading(
+        &clients,
+        &backend,
+        &account_id,
+        stacks,
+        args.assets.options(),
+    )
+    .await?;
 
     // Every stack at once (a diff writes nothing, so no stack waits for another); the
     // output keeps the selection's order. Each stack's own calls are bounded by the shared

@@ -15,14 +15,24 @@ use crate::ui;
 
 pub async fn run(session: &Session, args: &ForceUnlockArgs) -> Result<ExitStatus> {
     let backend = session.state_backend().await?;
-    let region = match &args.stack_region {
-        Some(region) => region.clone(),
-        None => match stack_region(session, &backend, &args.stack, None).await {
+    super::each_stack(&args.stacks, |stack| {
+        unlock(session, &backend, stack, args.stack_region.as_deref())
+    })
+    .await
+}
+
+async fn unlock(
+    session: &Session,
+    backend: &S3Backend,
+    stack: &str,
+    stack_region_flag: Option<&str>,
+) -> Result<ExitStatus> {
+    let region = match stack_region_flag {
+        Some(region) => region.to_owned(),
+        None => match stack_region(session, backend, stack, None).await {
             Ok(region) => region,
-            Err(e) if !has_record(&backend, &args.stack).await? => {
-                lock_region(session, &backend, &args.stack)
-                    .await?
-                    .ok_or(e)?
+            Err(e) if !has_record(backend, stack).await? => {
+                lock_region(session, backend, stack).await?.ok_or(e)?
             }
             Err(e) => return Err(e),
         },
@@ -32,16 +42,16 @@ pub async fn run(session: &Session, args: &ForceUnlockArgs) -> Result<ExitStatus
         backend.bucket(),
         backend.keys().clone(),
     );
-    if let Ok(Some(current)) = locks.read(&args.stack, &region).await {
+    if let Ok(Some(current)) = locks.read(stack, &region).await {
         ui::info(format!(
             "Removing the lock held by {}",
             crate::state::lock::describe_holder(&current.info)
         ));
     }
-    if locks.force_unlock(&args.stack, &region).await? {
-        ui::info(format!("Unlocked stack {} ({region})", args.stack));
+    if locks.force_unlock(stack, &region).await? {
+        ui::info(format!("Unlocked stack {stack} ({region})"));
     } else {
-        ui::info(format!("Stack {} ({region}) was not locked", args.stack));
+        ui::info(format!("Stack {stack} ({region}) was not locked"));
     }
     Ok(ExitStatus::Success)
 }

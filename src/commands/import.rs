@@ -120,9 +120,14 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
     ));
     // In a region opted into cdkd-owned asset storage, the templates as a deploy rewrites
     // them (nested children too), so what is recorded matches what the next deploy compares.
-    let (redirected, _redirected_templates) =
-        crate::assets::redirect_for_reading(&clients, &backend, &account_id, vec![stack.clone()])
-            .await?;
+    let (redirected, _redirected_templates) = crate::assets::redirect_for_reading(
+        &clients,
+        &backend,
+        &account_id,
+        vec![stack.clone()],
+        crate::assets::PublishOptions::default(),
+    )
+    .await?;
     let template_file = redirected
         .into_iter()
         .next()

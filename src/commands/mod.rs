@@ -19,6 +19,7 @@ mod publish_assets;
 mod rollback;
 mod scrub;
 mod state;
+mod state_views;
 mod synth;
 
 use std::sync::Arc;
@@ -221,6 +222,43 @@ pub fn require_complete(assembly: &CloudAssembly) -> Result<()> {
         }
         .into())
     }
+}
+
+/// Runs `one` for each of the stacks a command names (upstream cdkd's commands take several),
+/// one after another. One stack: its result as it is. Several: each is attempted, a failure
+/// printed as its line; the status is the worst one, and partial (2) when some stacks failed
+/// and others did not.
+pub(crate) async fn each_stack<'a, F, Fut>(stacks: &'a [String], mut one: F) -> Result<ExitStatus>
+where
+    F: FnMut(&'a str) -> Fut,
+    Fut: std::future::Future<Output = Result<ExitStatus>>,
+{
+    if let [only] = stacks {
+        return one(only).await;
+    }
+    let (mut failed, mut succeeded) = (0, 0);
+    let mut worst = ExitStatus::Success;
+    for stack in stacks {
+        match one(stack).await {
+            Ok(ExitStatus::Success) => succeeded += 1,
+            Ok(status) => {
+                failed += 1;
+                if status as u8 > worst as u8 {
+                    worst = status;
+                }
+            }
+            Err(e) => {
+                ui::error(format!("{stack}: {e}"));
+                failed += 1;
+                worst = ExitStatus::Failure;
+            }
+        }
+    }
+    Ok(match (failed, succeeded) {
+        (0, _) => ExitStatus::Success,
+        (_, 0) => worst,
+        _ => ExitStatus::Partial,
+    })
 }
 
 /// Runs one parsed command line.

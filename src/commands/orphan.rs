@@ -67,6 +67,17 @@ pub async fn run(session: &Session, args: &OrphanArgs) -> Result<ExitStatus> {
             ))
         })?,
     };
+    if !args.dry_run {
+        super::orphan_state::confirm_on_terminal(
+            session,
+            args.force,
+            &format!(
+                "Orphan {} from the state of {} ({region})? They stay in AWS, unmanaged.",
+                ids.join(", "),
+                stack.stack_name
+            ),
+        )?;
+    }
     let backend = session.state_backend().await?;
     ui::info(format!(
         "{} ({region}): orphaning {}",

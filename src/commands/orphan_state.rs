@@ -19,13 +19,29 @@ use crate::state::lock::{default_owner, LockManager, DEFAULT_LOCK_TTL};
 use crate::ui;
 
 pub async fn run(session: &Session, args: &StateOrphanArgs) -> Result<ExitStatus> {
+    if !args.resources.is_empty() && args.stacks.len() > 1 {
+        return Err(Error::Usage(
+            "--resource names resources of one stack: give one stack with it".into(),
+        ));
+    }
     let backend = session.state_backend().await?;
-    let stack = args.stack.as_str();
-    let region = stack_region(session, &backend, stack, args.stack_region.as_deref()).await?;
+    super::each_stack(&args.stacks, |stack| {
+        orphan_one(session, &backend, args, stack)
+    })
+    .await
+}
+
+async fn orphan_one(
+    session: &Session,
+    backend: &crate::state::backend::S3Backend,
+    args: &StateOrphanArgs,
+    stack: &str,
+) -> Result<ExitStatus> {
+    let region = stack_region(session, backend, stack, args.stack_region.as_deref()).await?;
     if !args.resources.is_empty() {
         // Single resources: the same scoped refusals and reference rewrite as `cdkd orphan`.
         let outcome = orphan_resources(
-            &backend,
+            backend,
             &OrphanRequest {
                 stack,
                 region: &region,
@@ -72,7 +88,7 @@ pub async fn run(session: &Session, args: &StateOrphanArgs) -> Result<ExitStatus
     let outcome = async {
         // The ledger and the journal go with the record, before it (state-schema).
         let legacy = (key != backend.keys().state(stack, &region)).then_some(key.as_str());
-        delete_record_with_sidecars(&backend, stack, &region, legacy)
+        delete_record_with_sidecars(backend, stack, &region, legacy)
             .await
             .map_err(|f| {
                 Error::Usage(format!(
@@ -95,6 +111,16 @@ pub async fn run(session: &Session, args: &StateOrphanArgs) -> Result<ExitStatus
     lock.release_and_warn().await;
     outcome?;
     Ok(ExitStatus::Success)
+}
+
+/// Asks on a terminal unless `skip` (`--force`) or `--yes`; off a terminal it proceeds, so a
+/// script runs as it did before the question was added (upstream asks, and its `--force`
+/// skips the question, as here).
+pub(super) fn confirm_on_terminal(session: &Session, skip: bool, question: &str) -> Result<()> {
+    if skip || session.settings.yes || !std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    confirm(session, question)
 }
 
 /// Asks on a terminal; without one, `--yes` is required.

@@ -17,7 +17,14 @@ pub async fn run(session: &Session, args: &PublishAssetsArgs) -> Result<ExitStat
     let clients = session.clients().await;
     let account_id = clients.account_id().await?;
     let backend = session.state_backend().await?;
-    let report = crate::assets::publish(clients, &backend, &account_id, &stacks).await?;
+    let report = crate::assets::publish(
+        clients,
+        &backend,
+        &account_id,
+        &stacks,
+        args.assets.options(),
+    )
+    .await?;
     ui::info(summary(&report));
     Ok(ExitStatus::Success)
 }

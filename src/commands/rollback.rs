@@ -30,8 +30,13 @@ pub async fn run(session: &Session, args: &RollbackArgs) -> Result<ExitStatus> {
         registry: Arc::new(default_registry()),
         account_id,
     };
+    super::orphan_state::confirm_on_terminal(
+        session,
+        args.force,
+        &format!("Roll back {} ({region}) from its journal?", args.stack),
+    )?;
     let options = ReplayOptions {
-        orphan: args.orphan,
+        orphan: args.orphan.clone(),
         skip_final_snapshot: args.skip_final_snapshot,
         revert_failed: args.revert_failed,
     };

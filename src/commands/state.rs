@@ -3,7 +3,9 @@
 use serde_json::{json, Value};
 
 use super::Session;
-use crate::cli::{StateCommand, StateInfoArgs, StateListArgs, StateStackArgs};
+use crate::cli::{
+    StateCommand, StateInfoArgs, StateListArgs, StateResourcesArgs, StateShowArgs, StateStackArgs,
+};
 use crate::error::{Error, ExitStatus, Result};
 use crate::state::backend::{LoadedState, S3Backend};
 use crate::state::StackRef;
@@ -65,6 +67,14 @@ async fn opted_in_regions(backend: &S3Backend) -> Result<Vec<String>> {
 async fn list(session: &Session, args: &StateListArgs) -> Result<ExitStatus> {
     let backend = session.state_backend().await?;
     let records = backend.list_records().await?;
+    if args.long {
+        super::state_views::list_long(&backend, &records, args.json).await?;
+        return Ok(ExitStatus::Success);
+    }
+    if args.tree {
+        super::state_views::list_tree(&backend, &records, args.json).await?;
+        return Ok(ExitStatus::Success);
+    }
     if args.json {
         let list: Vec<Value> = records
             .iter()
@@ -156,9 +166,16 @@ async fn load_for_display(
     Ok((backend, region, loaded))
 }
 
-async fn resources(session: &Session, args: &StateStackArgs) -> Result<ExitStatus> {
-    let (_, _, loaded) = load_for_display(session, args).await?;
+async fn resources(session: &Session, args: &StateResourcesArgs) -> Result<ExitStatus> {
+    let (_, _, loaded) = load_for_display(session, &args.stack).await?;
     let state = &loaded.parsed.state;
+    if args.long {
+        for line in super::state_views::resources_long(state) {
+            ui::output(line);
+        }
+        return Ok(ExitStatus::Success);
+    }
+    let args = &args.stack;
     if args.json {
         let list: Vec<Value> = state
             .resources
@@ -209,7 +226,11 @@ fn resource_table(state: &crate::state::StackState) -> Vec<String> {
         .collect()
 }
 
-async fn show(session: &Session, args: &StateStackArgs) -> Result<ExitStatus> {
+async fn show(session: &Session, show_args: &StateShowArgs) -> Result<ExitStatus> {
+    let args = &show_args.stack;
+    if show_args.show_nested {
+        return show_nested(session, args).await;
+    }
     if args.json {
         // The stored bytes, exactly: what a repair by hand starts from.
         let backend = session.state_backend().await?;
@@ -234,14 +255,69 @@ async fn show(session: &Session, args: &StateStackArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     let (backend, region, loaded) = load_for_display(session, args).await?;
-    let state = &loaded.parsed.state;
+    show_text(
+        &backend,
+        &region,
+        &loaded.key,
+        &loaded.parsed.source_version,
+        &loaded.parsed.state,
+    );
+    Ok(ExitStatus::Success)
+}
+
+/// `state show --show-nested`: the record, then each nested child's (recursively), each
+/// block as `state show` prints one; with --json, one `{state, children}` tree.
+async fn show_nested(session: &Session, args: &StateStackArgs) -> Result<ExitStatus> {
+    let (backend, region, loaded) = load_for_display(session, args).await?;
+    let state = loaded.parsed.state;
+    if args.json {
+        let tree = super::state_views::show_tree_json(&backend, state, &region).await;
+        ui::output(serde_json::to_string_pretty(&tree).unwrap_or_default());
+        return Ok(ExitStatus::Success);
+    }
+    show_text(
+        &backend,
+        &region,
+        &loaded.key,
+        &loaded.parsed.source_version,
+        &state,
+    );
+    let mut pending = super::state_views::nested_children(&backend, &state, &region).await;
+    while !pending.is_empty() {
+        let (id, name, record) = pending.remove(0);
+        ui::output("");
+        match record {
+            Some(child) => {
+                let key = backend.keys().state(&name, &region);
+                let version = child.version.to_string();
+                show_text(&backend, &region, &key, &version, &child);
+                let mut deeper =
+                    super::state_views::nested_children(&backend, &child, &region).await;
+                deeper.append(&mut pending);
+                pending = deeper;
+            }
+            None => ui::output(format!(
+                "Stack:         {name} (nested row {id}: no state record)"
+            )),
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn show_text(
+    backend: &S3Backend,
+    region: &str,
+    key: &str,
+    source_version: &dyn std::fmt::Display,
+    state: &crate::state::StackState,
+) {
     ui::output(format!("Stack:         {}", state.stack_name));
     ui::output(format!("Region:        {region}"));
     ui::output(format!("State bucket:  {}", backend.bucket()));
-    ui::output(format!("Object key:    {}", loaded.key));
+    ui::output(format!("Object key:    {key}"));
     ui::output(format!(
-        "Schema:        {} (read as {})",
-        loaded.parsed.source_version, state.version
+        "Schema:        {source_version} (read as {})",
+        state.version
     ));
     if let Some(parent) = &state.parent_stack {
         ui::output(format!("Parent stack:  {parent}"));
@@ -268,5 +344,4 @@ async fn show(session: &Session, args: &StateStackArgs) -> Result<ExitStatus> {
             serde_json::to_string(imports).unwrap_or_default()
         ));
     }
-    Ok(ExitStatus::Success)
 }

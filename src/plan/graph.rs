@@ -87,6 +87,22 @@ impl DependencyGraph {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
+        Self::from_template_relaxing(stack, template, scope, false)
+    }
+
+    /// [`from_template`](Self::from_template); with `relax`, without the CDK's defensive
+    /// `DependsOn` edges ([`super::defensive`]): a `DependsOn` between those type pairs adds
+    /// no edge (a reference between them still does).
+    pub fn from_template_relaxing<I, S>(
+        stack: &str,
+        template: &Template,
+        scope: I,
+        relax: bool,
+    ) -> Result<Self, PlanError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
         let wanted: HashSet<String> = scope.into_iter().map(|s| s.as_ref().to_string()).collect();
         let mut g = Self::empty(stack);
         let mut rule_nodes = Vec::new();
@@ -117,7 +133,9 @@ impl DependencyGraph {
                         target: dep.clone(),
                     });
                 }
-                if let Some(&from) = g.index.get(dep) {
+                let relaxed = relax
+                    && super::defensive::is_defensive(&res.type_, &template.resources[dep].type_);
+                if let Some(&from) = g.index.get(dep).filter(|_| !relaxed) {
                     g.mark(from, to, |e| e.depends_on = true);
                 }
             }

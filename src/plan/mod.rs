@@ -21,6 +21,7 @@
 
 mod change;
 mod critical;
+pub mod defensive;
 mod delete_rules;
 mod graph;
 mod ready;

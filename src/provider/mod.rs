@@ -8,6 +8,7 @@
 
 pub mod cloudcontrol;
 pub mod custom;
+pub mod deadline;
 pub mod naming;
 pub mod non_provisionable;
 pub mod props;
@@ -17,7 +18,7 @@ pub mod routing;
 pub mod schema;
 pub mod sdk;
 
-pub use registry::{Registry, Route, Routed, UnsupportedType};
+pub use registry::{Allowances, Registry, Route, Routed, UnsupportedType};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -145,6 +146,13 @@ pub trait Provider: Send + Sync {
     /// A resource whose template sets any other property is routed through Cloud Control
     /// instead ([`Registry::route_for`]), so an SDK provider never drops one in silence.
     fn supported_properties(&self, _resource_type: &str) -> Option<Vec<&'static str>> {
+        None
+    }
+
+    /// The least time one operation of this provider may need by design (a custom resource's
+    /// handler has up to its response timeout to answer): the global `--resource-timeout`
+    /// is raised to it, a per-type `--resource-timeout TYPE=DURATION` is not ([`deadline`]).
+    fn min_operation_timeout(&self) -> Option<std::time::Duration> {
         None
     }
 

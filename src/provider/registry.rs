@@ -5,7 +5,7 @@
 //! spec says: "not Cloud Control"), then Cloud Control for every type the schema snapshot lists
 //! that Cloud Control can provision. Anything else is refused before anything is created.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::custom::is_custom_type;
@@ -52,11 +52,22 @@ fn why(e: &UnsupportedType) -> String {
         "the Cloud Control API does not list it"
     };
     if e.unmodelled.is_empty() {
-        format!("cdkd has no SDK provider for it and {cc}")
-    } else {
         format!(
-            "cdkd's SDK provider does not send property {} and {cc}; remove the property",
-            e.unmodelled.join(", ")
+            "cdkd has no SDK provider for it and {cc} (--allow-unsupported-types {} tries \
+             Cloud Control anyway)",
+            e.resource_type
+        )
+    } else {
+        let tokens: Vec<String> = e
+            .unmodelled
+            .iter()
+            .map(|p| format!("{}:{p}", e.resource_type))
+            .collect();
+        format!(
+            "cdkd's SDK provider does not send property {} and {cc}; remove the property, or \
+             pass --allow-unsupported-properties {} to deploy without it",
+            e.unmodelled.join(", "),
+            tokens.join(",")
         )
     }
 }
@@ -77,6 +88,18 @@ pub struct Registry {
     sdk: HashMap<&'static str, Arc<dyn Provider>>,
     custom: Option<Arc<dyn Provider>>,
     cloud_control: Option<Arc<dyn Provider>>,
+    allowed: Allowances,
+}
+
+/// Upstream cdkd's escape hatches, per type or per `Type:Property`, so each is acknowledged
+/// by name: `--allow-unsupported-types` sends a type neither route serves through Cloud
+/// Control anyway; `--allow-unsupported-properties` keeps a resource on its SDK provider even
+/// though that provider does not send the property (it is not applied in AWS).
+#[derive(Debug, Default, Clone)]
+pub struct Allowances {
+    pub types: HashSet<String>,
+    /// `AWS::Service::Type:Property`.
+    pub properties: HashSet<String>,
 }
 
 impl Registry {
@@ -101,6 +124,27 @@ impl Registry {
     pub fn with_cloud_control(mut self, provider: Arc<dyn Provider>) -> Self {
         self.cloud_control = Some(provider);
         self
+    }
+
+    /// The escape hatches of this run ([`Allowances`]).
+    pub fn with_allowances(mut self, allowed: Allowances) -> Self {
+        self.allowed = allowed;
+        self
+    }
+
+    /// The properties of a `resource_type` resource that its SDK provider does not send and
+    /// `--allow-unsupported-properties` accepts as not sent.
+    pub fn dropped_by_allowance(&self, resource_type: &str, properties: &[&str]) -> Vec<String> {
+        self.unmodelled(resource_type, properties)
+            .into_iter()
+            .filter(|p| self.allows_property(resource_type, p))
+            .collect()
+    }
+
+    fn allows_property(&self, resource_type: &str, property: &str) -> bool {
+        self.allowed
+            .properties
+            .contains(&format!("{resource_type}:{property}"))
     }
 
     /// The route for a type: SDK (custom resources included) first, Cloud Control for any
@@ -130,7 +174,8 @@ impl Registry {
             unmodelled,
         };
         if let Some(sdk) = self.sdk_provider(resource_type) {
-            let unmodelled = unmodelled(sdk.as_ref(), resource_type, properties);
+            let mut unmodelled = unmodelled(sdk.as_ref(), resource_type, properties);
+            unmodelled.retain(|p| !self.allows_property(resource_type, p));
             return match (unmodelled.is_empty(), cloud_control_serves) {
                 (true, _) => Ok(Routed {
                     route: Route::Sdk,
@@ -143,7 +188,8 @@ impl Registry {
                 (false, false) => Err(refused(unmodelled)),
             };
         }
-        if cloud_control_serves {
+        let allowed = self.cloud_control.is_some() && self.allowed.types.contains(resource_type);
+        if cloud_control_serves || allowed {
             return Ok(Routed {
                 route: Route::CloudControl,
                 unmodelled: Vec::new(),
@@ -315,7 +361,51 @@ mod tests {
             err.to_string(),
             "P: resource type AWS::CodeBuild::Project is not supported: cdkd's SDK provider \
              does not send property Artifacts and the Cloud Control API cannot provision it \
-             (its registry schema has no handlers); remove the property; nothing was created"
+             (its registry schema has no handlers); remove the property, or pass \
+             --allow-unsupported-properties AWS::CodeBuild::Project:Artifacts to deploy without \
+             it; nothing was created"
+        );
+    }
+
+    #[test]
+    fn the_escape_hatches_route_what_would_be_refused() {
+        let mut allowed = Allowances::default();
+        allowed.types.insert("Test::Not::Known".into());
+        allowed
+            .properties
+            .insert("AWS::CodeBuild::Project:Artifacts".into());
+        allowed.properties.insert("AWS::SQS::Queue:Zeta".into());
+        let r = registry().with_allowances(allowed);
+        let p = r
+            .route_for("P", "AWS::CodeBuild::Project", &["Name", "Artifacts"])
+            .expect("allowed");
+        assert_eq!((p.route, p.unmodelled.len()), (Route::Sdk, 0));
+        assert_eq!(
+            r.dropped_by_allowance("AWS::CodeBuild::Project", &["Name", "Artifacts"]),
+            ["Artifacts"]
+        );
+        // Allowed, the property keeps the resource on its SDK provider, as upstream's flag
+        // means; one not allowed still sends it through Cloud Control.
+        let q = r
+            .route_for("Q", "AWS::SQS::Queue", &["Zeta"])
+            .expect("allowed");
+        assert_eq!(q.route, Route::Sdk);
+        let q = r
+            .route_for("Q", "AWS::SQS::Queue", &["Zeta", "Alpha"])
+            .expect("routed");
+        assert_eq!(
+            (q.route, q.unmodelled.clone()),
+            (Route::CloudControl, vec!["Alpha".to_owned()])
+        );
+        let t = r.route_for("T", "Test::Not::Known", &[]).expect("allowed");
+        assert_eq!(t.route, Route::CloudControl);
+        let err = registry()
+            .route_for("T", "Test::Not::Known", &[])
+            .expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("--allow-unsupported-types Test::Not::Known"),
+            "{err}"
         );
     }
 }

@@ -655,3 +655,58 @@ async fn an_image_to_push_without_a_docker_daemon_fails_naming_the_stack() {
     assert!(state(&bucket, "LambdaStack").await.is_none());
     assert_eq!(parameter_value(&parameter).await, None);
 }
+
+/// `--asset-bucket` / `--container-repo` (upstream's): the region's storage under those names,
+/// written into the marker, where deploys then publish; another name later is refused.
+#[tokio::test]
+async fn bootstrap_names_the_asset_storage_and_deploys_publish_there() {
+    let bucket = unique_name("cdkd-boot-named");
+    let assets = unique_name("named-assets");
+    let repo = unique_name("named-repo");
+    bootstrap(
+        &bucket,
+        &["--asset-bucket", &assets, "--container-repo", &repo],
+    );
+    let marker = object_json(&bucket, &marker_key()).await.expect("marker");
+    assert_eq!(marker["assetBucket"], assets.as_str(), "{marker}");
+    assert_eq!(marker["containerRepo"], repo.as_str(), "{marker}");
+    s3_client()
+        .await
+        .head_bucket()
+        .bucket(&assets)
+        .send()
+        .await
+        .expect("the named bucket exists");
+    aws_sdk_ecr::Client::new(&sdk_config().await)
+        .describe_repositories()
+        .repository_names(&repo)
+        .send()
+        .await
+        .expect("the named repository exists");
+
+    let (code, _, stderr) = run_in(
+        Path::new("."),
+        &bucket,
+        &["bootstrap", "--asset-bucket", "other-name"],
+        &[],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("refused"), "{stderr}");
+    assert_eq!(
+        object_json(&bucket, &marker_key()).await.expect("marker"),
+        marker
+    );
+
+    let key = format!("{}.zip", unique_name("named"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&fixture("lambda"), dir.path());
+    edit(dir.path(), "LambdaStack.assets.json", LAMBDA_KEY, &key);
+    edit(dir.path(), "LambdaStack.template.json", LAMBDA_KEY, &key);
+    let app = dir.path().to_str().expect("utf-8 path");
+    let (code, _, stderr) = run_in(dir.path(), &bucket, &["deploy", "--app", app], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!("uploaded to s3://{assets}/{key}")),
+        "{stderr}"
+    );
+}

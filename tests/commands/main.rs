@@ -11,6 +11,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod assets_publish;
 mod bootstrap;
 mod cli;
 mod context;

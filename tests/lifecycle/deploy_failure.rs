@@ -454,6 +454,43 @@ async fn no_rollback_keeps_the_changes_and_cdkd_rollback_reverts_them() {
     assert!(stderr.contains("nothing to roll back"), "{stderr}");
 }
 
+/// `cdkd rollback --orphan ID` (upstream's, as `cdk rollback --orphan`): that resource is not
+/// rolled back but dropped from state, left in AWS; the rest roll back.
+#[tokio::test]
+async fn rollback_orphan_skips_the_named_resource_and_drops_it_from_state() {
+    let app = App::new("fail-orphan");
+    app.write(&app_template(&app.stack, 30, false));
+    assert_eq!(app.deploy(&[]).0, 0);
+    app.write(&app_template(&app.stack, 45, true));
+    fail_next_repository_create();
+    let (code, stderr) = app.deploy(&["--no-rollback"]);
+    assert_eq!(code, 1, "{stderr}");
+
+    let (code, stderr) = app.run(&[
+        "rollback",
+        &app.stack,
+        "--orphan",
+        "Added",
+        "--force",
+        "--state-bucket",
+        &app.bucket,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("Added AWS::SQS::Queue orphaned (--orphan"),
+        "{stderr}"
+    );
+    // Added stays in AWS and leaves the record's resources; Keep is rolled back.
+    assert!(visibility(&app.stack, "added").await.is_some());
+    assert_eq!(visibility(&app.stack, "keep").await.as_deref(), Some("30"));
+    let state = app.state().await.expect("state");
+    assert!(state["resources"].get("Added").is_none(), "{state}");
+    assert!(state["resources"].get("Keep").is_some(), "{state}");
+    let orphans = state["orphans"].to_string();
+    assert!(orphans.contains("Added"), "kept among the orphans: {state}");
+    assert!(app.object("rollback-journal.json").await.is_none());
+}
+
 /// The committed 20-resource fixture, deployed under `app.stack`.
 fn write_twenty(app: &App) {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -330,3 +330,176 @@ async fn a_record_made_through_cloud_control_stays_there_when_its_type_has_an_sd
     let (code, text) = diff_fail(&app);
     assert_eq!(code, 0, "clean after the update: {text}");
 }
+
+/// `--allow-unsupported-types` (upstream's escape hatch): a type cdkd refuses is tried through
+/// Cloud Control, recorded there, and destroyed through it; `--allow-unsupported-properties`
+/// keeps a resource on its SDK provider, the property not sent.
+#[tokio::test]
+async fn the_escape_hatches_route_what_cdkd_would_refuse_or_send_elsewhere() {
+    let app = App::new("cdkd-route-escape");
+    let stack = unique_name("RouteEscape");
+    // A type outside the schema snapshot (the Cloud Control emulator accepts it).
+    let widget = json!({"Resources": {"W": {"Type": "Test::Thing::Widget",
+        "Properties": {"Size": 3}}}});
+    app.write_stacks(&[(&stack, &widget, &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("W: resource type Test::Thing::Widget is not supported"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--allow-unsupported-types Test::Thing::Widget"),
+        "the refusal names the flag: {stderr}"
+    );
+    let (code, _, stderr) = app.deploy(&[
+        "--allow-unsupported-types",
+        "Test::Other::X,Test::Thing::Widget",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let record = app.record(&stack);
+    assert_eq!(record["resources"]["W"]["provisionedBy"], json!("cc-api"));
+    let id = record["resources"]["W"]["physicalId"]
+        .as_str()
+        .expect("physical id")
+        .to_owned();
+    assert_eq!(
+        cc_properties("Test::Thing::Widget", &id).await["Size"],
+        json!(3)
+    );
+    // The record is pinned to Cloud Control: destroy needs no flag.
+    let dir = app.dir.path();
+    let out = cdkd()
+        .current_dir(dir)
+        .args([
+            "destroy",
+            "--all",
+            "--force",
+            "--app",
+            dir.to_str().expect("utf-8"),
+        ])
+        .args(["--state-bucket", &app.bucket])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cc = aws_sdk_cloudcontrol::Client::new(&sdk_config().await);
+    let gone = cc
+        .get_resource()
+        .type_name("Test::Thing::Widget")
+        .identifier(&id)
+        .send()
+        .await;
+    assert!(gone.is_err(), "the widget is deleted: {gone:?}");
+
+    // A property the Lambda SDK provider does not send: allowed, the function stays on the
+    // SDK provider and the property is said not to be sent.
+    let name = unique_name("cdkd-allowprop");
+    let durable = json!({"DurableConfig": {"ExecutionTimeout": 900}, "Description": "v1"});
+    app.write_stacks(&[(&stack, &function_stack(&name, durable), &[])]);
+    let (code, _, stderr) = app.deploy(&[
+        "--allow-unsupported-properties",
+        "AWS::Lambda::Function:DurableConfig",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(
+            "Fn (AWS::Lambda::Function): property DurableConfig is not sent to AWS \
+             (--allow-unsupported-properties"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("through Cloud Control"), "{stderr}");
+    assert_eq!(provisioned_by(&app, &stack, "Fn"), json!("sdk"));
+    assert_eq!(description(&name).await.as_deref(), Some("v1"));
+}
+
+/// `--recreate-via-cc-api` / `--recreate-via-sdk-provider` (upstream's flags): a recorded
+/// function is deleted and created again through the other route, its record's
+/// `provisionedBy` flips each way; the move needs a confirmation (`--yes` off a terminal) and
+/// is refused when it cannot be meant.
+#[tokio::test]
+async fn recreate_moves_a_recorded_resource_between_its_sdk_provider_and_cloud_control() {
+    let app = App::new("cdkd-route-recreate");
+    let stack = "RouteRecreate";
+    let name = unique_name("cdkd-recreate");
+    app.write_stacks(&[(
+        stack,
+        &function_stack(&name, json!({"Description": "v1"})),
+        &[],
+    )]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(provisioned_by(&app, stack, "Fn"), json!("sdk"));
+    let before = app.record(stack);
+
+    // A destructive move: refused without a terminal to ask on and without --yes.
+    let (code, _, stderr) = app.deploy(&["--recreate-via-cc-api", "Fn"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("need approval"), "{stderr}");
+    assert_eq!(app.record(stack)["resources"], before["resources"]);
+    // Names that cannot be meant are refused before anything changes.
+    for (args, says) in [
+        (
+            vec!["--recreate-via-cc-api", "NoSuchId"],
+            "logical id NoSuchId",
+        ),
+        (
+            vec!["--recreate-via-sdk-provider", "Fn"],
+            "already provisioned through its SDK provider",
+        ),
+        (
+            vec![
+                "--recreate-via-cc-api",
+                "Fn",
+                "--recreate-via-sdk-provider",
+                "Fn",
+            ],
+            "named by both",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.push("--yes");
+        let (code, _, stderr) = app.deploy(&all);
+        assert_eq!(code, 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert_eq!(app.record(stack)["resources"], before["resources"]);
+
+    let (code, _, stderr) = app.deploy(&["--recreate-via-cc-api", "Fn", "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("Fn (AWS::Lambda::Function): --recreate-via-cc-api: deleted, then created again through Cloud Control"),
+        "{stderr}"
+    );
+    assert_eq!(provisioned_by(&app, stack, "Fn"), json!("cc-api"));
+    assert_eq!(
+        provisioned_by(&app, stack, "Role"),
+        json!("sdk"),
+        "only the named one moves"
+    );
+    assert_eq!(
+        cc_properties("AWS::Lambda::Function", &name).await["Description"],
+        json!("v1")
+    );
+    assert_eq!(description(&name).await.as_deref(), Some("v1"));
+    let (code, text) = diff_fail(&app);
+    assert_eq!(code, 0, "the diff is clean after the move: {text}");
+
+    let (code, _, stderr) = app.deploy(&["--recreate-via-cc-api", "Fn", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("already provisioned through Cloud Control"),
+        "{stderr}"
+    );
+
+    let (code, _, stderr) = app.deploy(&["--recreate-via-sdk-provider", "Fn", "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(provisioned_by(&app, stack, "Fn"), json!("sdk"));
+    assert_eq!(description(&name).await.as_deref(), Some("v1"));
+    let (code, text) = diff_fail(&app);
+    assert_eq!(code, 0, "the diff is clean after the return: {text}");
+}

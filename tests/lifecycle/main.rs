@@ -19,6 +19,8 @@ mod deploy_plan;
 mod deploy_routing;
 mod deploy_secrets;
 mod deploy_tags;
+mod deploy_timeouts;
+mod deploy_vpc_edges;
 mod destroy;
 mod diff;
 mod custom_resources;

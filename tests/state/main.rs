@@ -19,3 +19,4 @@ mod state_exports;
 mod state_lock;
 mod state_lock_faults;
 mod state_sidecars;
+mod state_views;

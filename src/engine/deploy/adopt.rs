@@ -56,9 +56,13 @@ pub(super) async fn create_or_adopt(
     previous: Option<&ResourceState>,
 ) -> Result<Provisioned, ProviderError> {
     let Some(token) = token else {
-        return provider.create(ctx, req).await;
+        return crate::provider::deadline::create(provider, ctx, req).await;
     };
-    let (result, generated) = with_create_token(&token.value, provider.create(ctx, req)).await;
+    let (result, generated) = with_create_token(
+        &token.value,
+        crate::provider::deadline::create(provider, ctx, req),
+    )
+    .await;
     let error = match result {
         Ok(made) => return Ok(made),
         Err(e) => e,

@@ -177,8 +177,7 @@ pub(crate) async fn delete_recorded(
         properties: &rec.properties,
         client_token: None,
     };
-    let result = provider
-        .delete(ctx, &req, physical_id)
+    let result = crate::provider::deadline::delete(provider.as_ref(), ctx, &req, physical_id)
         .await
         .map_err(|e| provider_message(&e, id, &rec.resource_type));
     (route, result)

@@ -55,7 +55,7 @@ pub async fn dry_run(
                 .withholding_secrets(),
         )
     });
-    let prepared = match reader {
+    let mut prepared = match reader {
         Some(reader) => {
             prepare::prepare_for_preview(
                 stack,
@@ -80,6 +80,16 @@ pub async fn dry_run(
             env.external.clone(),
         )?,
     };
+    if !options.no_aggressive_vpc_parallel {
+        // Without the CDK's defensive route DependsOn edges (plan::defensive), as upstream.
+        prepared.graph = crate::plan::DependencyGraph::from_template_relaxing(
+            stack,
+            &prepared.resolution.template,
+            &prepared.scope,
+            true,
+        )
+        .map_err(crate::Error::from)?;
+    }
     let template = &prepared.resolution.template;
     let completed =
         super::unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;
@@ -87,11 +97,12 @@ pub async fn dry_run(
         .resolution
         .redactor
         .seed_attributes(&completed.state);
-    let plan = plan::plan(
+    let plan = plan::plan_with(
         &prepared,
         &completed.state,
         &env.registry,
         options.force_stateful_recreation,
+        &options.recreate,
     )?;
     if target.termination_protection {
         super::nested::refuse_deletes(stack, &plan, &completed.state)?;

@@ -380,10 +380,11 @@ async fn create_replacing(
     }
     let replacing = previous.and_then(|o| o.physical_id.as_deref());
     let token = run.tokens.token_for(id, replacing).await;
+    let sent = sent_properties(run, planned.route, &res.type_, &desired);
     let req = ResourceRequest {
         logical_id: id,
         resource_type: &res.type_,
-        properties: &desired,
+        properties: &sent,
         client_token: token.as_ref().map(|t| t.value.as_str()),
     };
     let made =
@@ -436,14 +437,15 @@ async fn update(
     };
     let provider = run.provider(&res.type_, planned.route)?;
     let ctx = run.provider_context();
+    let sent = sent_properties(run, planned.route, &res.type_, &desired);
+    let previous = sent_properties(run, planned.route, &res.type_, &old.properties);
     let req = ResourceRequest {
         logical_id: id,
         resource_type: &res.type_,
-        properties: &desired,
+        properties: &sent,
         client_token: None,
     };
-    match provider
-        .update(&ctx, &req, &physical_id, &old.properties)
+    match crate::provider::deadline::update(&*provider, &ctx, &req, &physical_id, &previous)
         .await
         .map_err(|e| provider_message(&e, id, &res.type_))?
     {
@@ -523,6 +525,23 @@ async fn replace(
     if is_stateful(&old.resource_type) && !run.force_stateful && !retain {
         return Err(stateful_refusal(id, &old.resource_type, why));
     }
+    // A move between routes deletes first, as upstream's flags do: the new resource usually
+    // takes the old one's name.
+    if let Some(flag) = recreate_flag(planned) {
+        delete_first(
+            run,
+            id,
+            res,
+            planned,
+            desired,
+            &old,
+            retain,
+            flag,
+            Some(flag),
+        )
+        .await?;
+        return Ok(Action::Replaced);
+    }
     let keep_aside = (!retain).then_some(&old);
     let first = create_replacing(
         run,
@@ -537,7 +556,10 @@ async fn replace(
     match first {
         Ok(()) => {}
         Err(f) if f.taken && holds_same_name(&res.type_, &desired, &old) => {
-            delete_first(run, id, res, planned, desired, &old, retain, &f.message).await?;
+            delete_first(
+                run, id, res, planned, desired, &old, retain, &f.message, None,
+            )
+            .await?;
             return Ok(Action::Replaced);
         }
         Err(f) => return Err(f.message),
@@ -591,25 +613,34 @@ async fn delete_first(
     old: &ResourceState,
     retain: bool,
     collision: &str,
+    recreating: Option<&str>,
 ) -> Result<(), String> {
     let pid = old.physical_id.as_deref().unwrap_or("no physical id");
     let what = &old.resource_type;
-    if !run.replace_first() {
+    if let Some(flag) = recreating {
+        if retain {
+            return Err(format!(
+                "{flag}: UpdateReplacePolicy: Retain keeps the old {what} ({pid}), so it is not \
+                 deleted and created again; remove the policy or the flag"
+            ));
+        }
+    } else if !run.replace_first() {
         return Err(format!(
             "{collision} — the replacement cannot be created beside the old {what} ({pid}), \
              which holds its name; pass --replace to delete the old one first and create it \
              again, or give the resource a new name"
         ));
     }
-    if retain {
+    if retain && recreating.is_none() {
         return Err(format!(
             "{collision} — UpdateReplacePolicy: Retain keeps the old {what} ({pid}), which holds \
              the new one's name, so --replace does not delete it first; give the resource a new \
              name, or remove the policy"
         ));
     }
+    let flag = recreating.unwrap_or("--replace");
     crate::ui::info(format!(
-        "  {id} {what}: --replace: deleting the old resource {pid} first (it holds the new \
+        "  {id} {what}: {flag}: deleting the old resource {pid} first (it holds the new \
          one's name)"
     ));
     run.oplog.deleted_first(id);
@@ -627,11 +658,47 @@ async fn delete_first(
         .await
         .map_err(|f| {
             format!(
-                "the old {what} ({pid}) was deleted (--replace) but the new one could not be \
+                "the old {what} ({pid}) was deleted ({flag}) but the new one could not be \
                  created: {}",
                 f.message
             )
         })
+}
+
+/// What the provider is sent: `desired` without the properties `--allow-unsupported-properties`
+/// accepts as not sent (SDK route only). The record keeps them, as the template says, so the
+/// next plan compares the same.
+fn sent_properties(
+    run: &Run,
+    route: Route,
+    resource_type: &str,
+    desired: &Map<String, Value>,
+) -> Map<String, Value> {
+    if route != Route::Sdk {
+        return desired.clone();
+    }
+    let names: Vec<&str> = desired.keys().map(String::as_str).collect();
+    let dropped = run.registry.dropped_by_allowance(resource_type, &names);
+    let mut sent = desired.clone();
+    for property in &dropped {
+        sent.remove(property);
+    }
+    sent
+}
+
+/// The `--recreate-via-*` flag that asked for this replacement, if one did.
+fn recreate_flag(planned: &Planned) -> Option<&'static str> {
+    planned.change.reasons.iter().find_map(|r| match r {
+        crate::plan::ChangeReason::Requested { flag }
+            if flag == super::recreate::TO_CLOUD_CONTROL =>
+        {
+            Some(super::recreate::TO_CLOUD_CONTROL)
+        }
+        crate::plan::ChangeReason::Requested { flag } if flag == super::recreate::TO_SDK => {
+            Some(super::recreate::TO_SDK)
+        }
+        _ => None,
+    })
 }
 
 /// A provider error without the `LogicalId (Type): ` prefix its message starts with (the

@@ -122,7 +122,6 @@ pub(super) async fn after_failure(
         registry: &run.registry,
         ctx: run.provider_context(),
         book: &run.book,
-        orphan: false,
         backend: &env.backend,
         exports: Some(env.exports.as_ref()),
         progress: run.nested.options.progress.as_deref(),

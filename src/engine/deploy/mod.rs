@@ -36,6 +36,7 @@ mod prepare;
 pub(crate) mod preview;
 mod producers;
 mod propagate;
+mod recreate;
 mod replay;
 mod report;
 mod rollback;
@@ -63,6 +64,7 @@ pub use dry_run::{dry_run, DryRun};
 pub use failure::FailureSummary;
 pub(crate) use nested::is_nested;
 pub use producers::{Producers, Settled};
+pub use recreate::Recreate;
 pub use replay::{replay_journal, ReplayEnv, ReplayError, ReplayOptions, ReplayReport};
 pub use report::{observe, Action, Approve, ChainLink, CriticalChain, Done, Tally};
 
@@ -126,6 +128,11 @@ pub struct DeployOptions {
     pub concurrency: usize,
     pub parameters: Vec<ParameterOverride>,
     pub force_stateful_recreation: bool,
+    /// `--recreate-via-cc-api` / `--recreate-via-sdk-provider` (recreate.rs).
+    pub recreate: Recreate,
+    /// Keep the CDK's defensive VPC route `DependsOn` edges (`plan::defensive`), which a
+    /// deploy otherwise drops.
+    pub no_aggressive_vpc_parallel: bool,
     pub no_wait: bool,
     /// Flips to `true` on Ctrl-C: no new operation starts.
     pub cancel: Option<watch::Receiver<bool>>,

@@ -341,7 +341,6 @@ async fn replay_child(
             no_wait: parent.ctx.no_wait,
         },
         book: &book,
-        orphan: parent.orphan,
         backend: parent.backend,
         exports: parent.exports,
         progress: parent.progress,

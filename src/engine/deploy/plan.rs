@@ -102,6 +102,25 @@ pub(super) fn plan(
     registry: &Registry,
     force_stateful: bool,
 ) -> Result<Plan, DeployError> {
+    plan_with(
+        prepared,
+        state,
+        registry,
+        force_stateful,
+        &super::recreate::Recreate::default(),
+    )
+}
+
+/// [`plan`], with the resources `recreate` names moved to their other route: replaced,
+/// through that route, whatever their properties say.
+pub(super) fn plan_with(
+    prepared: &Prepared,
+    state: &StackState,
+    registry: &Registry,
+    force_stateful: bool,
+    recreate: &super::recreate::Recreate,
+) -> Result<Plan, DeployError> {
+    super::recreate::check(recreate, &prepared.resolution.template, state, registry)?;
     let resolution: &Resolution = &prepared.resolution;
     let template = &resolution.template;
     // What references read: the records, and for each resource already planned the plan's
@@ -118,8 +137,15 @@ pub(super) fn plan(
         let res = &template.resources[id];
         let rec = state.resources.get(id);
         let same_type = rec.is_some_and(|r| r.resource_type == res.type_);
-        let choice = super::route::choose(registry, id, res, rec, &resolution.verdicts)?;
-        let route = choice.route;
+        let requested = recreate.target(id).filter(|_| same_type);
+        let chosen = super::route::choose(registry, id, res, rec, &resolution.verdicts);
+        // A named move goes through its route even where the usual choice would refuse (an
+        // SDK record whose template gained a property only Cloud Control sends).
+        let choice = match (requested, chosen) {
+            (Some((route, _)), Err(_)) => super::route::Choice { route, note: None },
+            (_, chosen) => chosen?,
+        };
+        let route = requested.map_or(choice.route, |(route, _)| route);
         let dependencies: Vec<String> = prepared
             .graph
             .dependencies_of(id)
@@ -261,6 +287,17 @@ pub(super) fn plan(
                 }
             }
         }
+        if let (Some((_, flag)), Some(r)) = (requested, rec) {
+            change.kind = ChangeKind::Replace;
+            change
+                .reasons
+                .push(ChangeReason::Requested { flag: flag.into() });
+            deferred = false;
+            if is_stateful(&res.type_) && !force_stateful && !retains_old(res, r) {
+                let why = format!("{flag} {id}");
+                refused.push(stateful_refusal(id, &res.type_, &why));
+            }
+        }
         super::propagate::predict(
             &mut snapshot,
             id,
@@ -269,7 +306,16 @@ pub(super) fn plan(
             &unresolved,
             &predictable,
         );
-        if change.kind != ChangeKind::NoChange {
+        if let Some((to, flag)) = requested {
+            let through = match to {
+                Route::Sdk => "its SDK provider",
+                Route::CloudControl => "Cloud Control",
+            };
+            route_notes.push(format!(
+                "{id} ({}): {flag}: deleted, then created again through {through}",
+                res.type_
+            ));
+        } else if change.kind != ChangeKind::NoChange {
             route_notes.extend(choice.note);
         }
         planned.insert(

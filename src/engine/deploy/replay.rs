@@ -26,10 +26,10 @@ use crate::state::StackState;
 use crate::ui;
 
 /// `cdkd rollback` options.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ReplayOptions {
-    /// Drop journaled created resources from state instead of deleting them.
-    pub orphan: bool,
+    /// `--orphan ID`: these resources are not rolled back but dropped from state.
+    pub orphan: Vec<String>,
     /// Also send failed updates back to their previous properties.
     pub revert_failed: bool,
     /// `--skip-final-snapshot`: a reverted create under `Snapshot` is deleted without one.
@@ -155,7 +155,6 @@ async fn replay_locked(
             no_wait: false,
         },
         book: &book,
-        orphan: options.orphan,
         backend: &env.backend,
         exports: None,
         progress: None,
@@ -186,9 +185,17 @@ async fn replay_locked(
             .filter(|f| !imported.contains(&f.logical_id))
             .cloned()
             .collect();
-        let mut done: Reverted = reverter
-            .revert(&segment.operations, &segment.skipped_logical_ids())
+        let mut skip = segment.skipped_logical_ids();
+        let orphaned = reverter
+            .orphan_named(&segment.operations, &options.orphan)
             .await;
+        skip.extend(orphaned.iter().cloned());
+        let failed_ops: Vec<_> = failed_ops
+            .into_iter()
+            .filter(|f| !orphaned.contains(&f.logical_id))
+            .collect();
+        let mut done: Reverted = reverter.revert(&segment.operations, &skip).await;
+        done.released.extend(orphaned);
         let recreated = reverter.recreate_deleted_first(&failed_ops).await;
         done.reverted.extend(recreated.reverted);
         done.failures.extend(recreated.failures);

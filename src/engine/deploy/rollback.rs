@@ -62,8 +62,6 @@ pub(crate) struct Reverter<'a> {
     pub registry: &'a Registry,
     pub ctx: ProviderContext<'a>,
     pub book: &'a StateBook,
-    /// `cdkd rollback --orphan`: drop created resources from state instead of deleting them.
-    pub orphan: bool,
     /// Where nested children's records live: a created nested-stack row is reverted by
     /// destroying its child stack.
     pub backend: &'a Arc<S3Backend>,
@@ -144,6 +142,34 @@ impl Reverter<'_> {
             Some(p) => p.step_finished(self.ctx.stack_name, id, Some(&line), failed),
             None => ui::info(format!("  {line}")),
         }
+    }
+
+    /// `cdkd rollback --orphan ID` (upstream's flag, as `cdk rollback --orphan`): the named
+    /// resources' operations are not reverted; each is dropped from state as it is now (left in
+    /// AWS, kept among the record's orphans). Returns the ids dropped.
+    pub async fn orphan_named(&self, ops: &[Operation], ids: &[String]) -> Vec<String> {
+        let mut dropped = Vec::new();
+        for id in ids {
+            let Some(op) = ops.iter().find(|op| &op.logical_id == id) else {
+                continue;
+            };
+            let stored = self
+                .book
+                .for_storage(&self.book.state().await)
+                .resources
+                .shift_remove(id);
+            self.book.put(id, None).await;
+            if let Some(rec) = stored.filter(|r| r.physical_id.is_some()) {
+                self.book.change(|state| record_orphan(state, id, rec));
+            }
+            ui::info(format!(
+                "  - {id} {} orphaned (--orphan: not rolled back, dropped from state, left in AWS \
+                 as it is)",
+                op.resource_type
+            ));
+            dropped.push(id.clone());
+        }
+        dropped
     }
 
     /// `--revert-failed`: sends failed updates back to their previous properties.
@@ -253,8 +279,7 @@ impl Reverter<'_> {
             properties: &previous.properties,
             client_token: None,
         };
-        let made = provider
-            .create(&self.ctx, &req)
+        let made = crate::provider::deadline::create(provider.as_ref(), &self.ctx, &req)
             .await
             .map_err(|e| provider_message(&e, id, &previous.resource_type))?;
         let mut rec = previous.clone();
@@ -300,7 +325,7 @@ impl Reverter<'_> {
                 }
                 // Only Retain keeps a create its rollback undoes (RetainExceptOnCreate does not);
                 // the kept resource moves to `orphans`, so a later deploy can find it.
-                if self.orphan || keeps_on_create_rollback(&target) {
+                if keeps_on_create_rollback(&target) {
                     // The row is stored as state stores the record (secrets and NoEcho values
                     // masked): later saves redact `resources`, not `orphans`.
                     let stored = self
@@ -315,11 +340,9 @@ impl Reverter<'_> {
                         self.book.change(|state| record_orphan(state, id, stored));
                     }
                     out.released.push(id.to_owned());
-                    return Ok(if self.orphan {
-                        "orphaned (left in AWS, moved to the record's orphans)"
-                    } else {
-                        "retained in AWS (DeletionPolicy: Retain), moved to the record's orphans"
-                    });
+                    return Ok(
+                        "retained in AWS (DeletionPolicy: Retain), moved to the record's orphans",
+                    );
                 }
                 if is_nested(&target.resource_type) {
                     self.destroy_child(id).await?;
@@ -432,10 +455,15 @@ impl Reverter<'_> {
             properties: &properties,
             client_token: None,
         };
-        match provider
-            .update(&self.ctx, &req, physical_id, &from)
-            .await
-            .map_err(|e| provider_message(&e, id, &previous.resource_type))?
+        match crate::provider::deadline::update(
+            provider.as_ref(),
+            &self.ctx,
+            &req,
+            physical_id,
+            &from,
+        )
+        .await
+        .map_err(|e| provider_message(&e, id, &previous.resource_type))?
         {
             UpdateOutcome::Updated(_) => {
                 self.book.put(id, Some(previous.clone())).await;

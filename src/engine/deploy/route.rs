@@ -108,9 +108,20 @@ pub(super) fn choose(
     }
     let routed = registry.route_for(id, &res.type_, &names)?;
     if routed.unmodelled.is_empty() {
+        let dropped = match routed.route {
+            Route::Sdk => registry.dropped_by_allowance(&res.type_, &names),
+            Route::CloudControl => Vec::new(),
+        };
         return Ok(Choice {
             route: routed.route,
-            note: None,
+            note: (!dropped.is_empty()).then(|| {
+                format!(
+                    "{id} ({}): property {} is not sent to AWS (--allow-unsupported-properties; \
+                     cdkd's SDK provider does not send it)",
+                    res.type_,
+                    dropped.join(", ")
+                )
+            }),
         });
     }
     if rec.is_some() && !movable {

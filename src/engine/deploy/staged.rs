@@ -28,7 +28,7 @@ pub(super) async fn plan_stack(
 ) -> Result<Planning, DeployError> {
     let (stack, region) = (target.stack_name, target.region);
     let ctx = ResolveContext::new(stack, region, Some(env.account_id.clone()));
-    let prepared = match &env.reader {
+    let mut prepared = match &env.reader {
         Some(reader) => {
             prepare::prepare_prefetched(
                 stack,
@@ -54,6 +54,16 @@ pub(super) async fn plan_stack(
         )?,
     };
     // Attributes references read that the records lack are read back first (unrecorded.rs).
+    if !options.no_aggressive_vpc_parallel {
+        // Without the CDK's defensive route DependsOn edges (plan::defensive), as upstream.
+        prepared.graph = crate::plan::DependencyGraph::from_template_relaxing(
+            stack,
+            &prepared.resolution.template,
+            &prepared.scope,
+            true,
+        )
+        .map_err(crate::Error::from)?;
+    }
     let template = &prepared.resolution.template;
     let completed =
         unrecorded::complete_for_deploy(env, options, stack, region, template, state).await;
@@ -61,11 +71,12 @@ pub(super) async fn plan_stack(
         .resolution
         .redactor
         .seed_attributes(&completed.state);
-    let mut plan = plan::plan(
+    let mut plan = plan::plan_with(
         &prepared,
         &completed.state,
         &env.registry,
         options.force_stateful_recreation,
+        &options.recreate,
     )?;
     unrecorded::keep(&mut plan, &completed);
     if target.termination_protection {

@@ -95,6 +95,24 @@ pub fn unmasked_data(stack: &str, logical_id: &str) -> Option<Map<String, Value>
         .cloned()
 }
 
+/// A response placeholder removed in the background when its wait is dropped unfinished
+/// (`--resource-timeout` ended it).
+struct Placeholder {
+    bucket: Option<ResponseBucket>,
+    key: String,
+}
+
+impl Drop for Placeholder {
+    fn drop(&mut self) {
+        let Some(bucket) = self.bucket.take() else {
+            return;
+        };
+        let key = std::mem::take(&mut self.key);
+        // Awaited before the process exits (lib.rs drains these).
+        crate::state::deferred::spawn(async move { bucket.remove(&key).await });
+    }
+}
+
 /// Lambda- and SNS-backed custom resources.
 #[derive(Clone, Debug)]
 pub struct CustomResourceProvider {
@@ -209,9 +227,16 @@ impl CustomResourceProvider {
             target.describe()
         );
 
+        // A wait cut short by `--resource-timeout` drops this future: the guard still
+        // removes the placeholder then.
+        let mut placeholder = Placeholder {
+            bucket: Some(bucket.clone()),
+            key: key.clone(),
+        };
         let answer = self
             .deliver_and_wait(ctx, req, &target, bucket, &key, &payload)
             .await;
+        placeholder.bucket = None;
         bucket.remove(&key).await;
         let answer = match answer? {
             Some(Answer::Body(body)) => body,
@@ -346,6 +371,12 @@ fn gone_warning(req: &ResourceRequest<'_>, target: &Target) {
 impl Provider for CustomResourceProvider {
     fn resource_types(&self) -> &'static [&'static str] {
         &[CUSTOM_RESOURCE_TYPE]
+    }
+
+    /// A handler has the whole response timeout to answer (plus the delivery), so the global
+    /// `--resource-timeout` does not cut it short; `--resource-timeout Custom::X=...` does.
+    fn min_operation_timeout(&self) -> Option<Duration> {
+        Some(self.polling.timeout + Duration::from_secs(60))
     }
 
     async fn create(
