@@ -163,14 +163,20 @@ async fn auto_delete_and_aws_custom_resource_run_the_cdks_handlers_through_deplo
 #[tokio::test]
 async fn a_provider_framework_resource_with_is_complete_deploys_updates_and_destroys() {
     let bucket = unique_name("cdkd-crp");
-    let (v1, v2) = (assembly("custom-resources"), assembly("custom-resources-v2"));
+    let (v1, v2) = (
+        assembly("custom-resources"),
+        assembly("custom-resources-v2"),
+    );
     let (code, _, stderr) = run(&v1, &bucket, &["bootstrap"]);
     assert_eq!(code, 0, "{stderr}");
 
     let (code, stdout, stderr) = run(&v1, &bucket, &["deploy", "CustomProvider", "--json"]);
     assert_eq!(code, 0, "{stderr}");
     let printed: Value = serde_json::from_str(&stdout).expect("json");
-    assert_eq!(printed["CustomProvider"]["outputs"]["ThingReady"], "yes-1", "{printed}");
+    assert_eq!(
+        printed["CustomProvider"]["outputs"]["ThingReady"], "yes-1",
+        "{printed}"
+    );
     let state = state_json(&bucket, "CustomProvider");
     assert_eq!(
         state["resources"]["Thing"]["physicalId"], "thing-1",
@@ -180,9 +186,15 @@ async fn a_provider_framework_resource_with_is_complete_deploys_updates_and_dest
     let checks = outcomes(&user_is_complete);
     // onEvent made it ready 6 s later: the waiter's Retry asked again at least once.
     assert!(checks.len() >= 2, "{checks:?}");
-    assert!(checks.iter().all(|o| o["status"] == "success"), "{checks:?}");
     assert!(
-        checks.last().unwrap()["logs"].as_str().unwrap().contains("isComplete Create true"),
+        checks.iter().all(|o| o["status"] == "success"),
+        "{checks:?}"
+    );
+    assert!(
+        checks.last().unwrap()["logs"]
+            .as_str()
+            .unwrap()
+            .contains("isComplete Create true"),
         "{checks:?}"
     );
 
@@ -190,14 +202,29 @@ async fn a_provider_framework_resource_with_is_complete_deploys_updates_and_dest
     let (code, stdout, stderr) = run(&v2, &bucket, &["deploy", "CustomProvider", "--json"]);
     assert_eq!(code, 0, "{stderr}");
     let printed: Value = serde_json::from_str(&stdout).expect("json");
-    assert_eq!(printed["CustomProvider"]["outputs"]["ThingReady"], "yes-2", "{printed}");
-    assert_eq!(state_json(&bucket, "CustomProvider")["resources"]["Thing"]["physicalId"], "thing-2");
+    assert_eq!(
+        printed["CustomProvider"]["outputs"]["ThingReady"], "yes-2",
+        "{printed}"
+    );
+    assert_eq!(
+        state_json(&bucket, "CustomProvider")["resources"]["Thing"]["physicalId"],
+        "thing-2"
+    );
     let on_event = physical_id(&state, "AWS::Lambda::Function", "OnEvent");
     let events: Vec<String> = support::handler::invocations(&on_event)
         .iter()
-        .map(|i| i["payload"]["RequestType"].as_str().unwrap_or("").to_owned())
+        .map(|i| {
+            i["payload"]["RequestType"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
         .collect();
-    assert_eq!(events, ["Create", "Update", "Delete"], "the replaced thing-1 was deleted");
+    assert_eq!(
+        events,
+        ["Create", "Update", "Delete"],
+        "the replaced thing-1 was deleted"
+    );
 
     let (code, _, stderr) = run(&v2, &bucket, &["destroy", "CustomProvider", "--yes"]);
     assert_eq!(code, 0, "{stderr}");

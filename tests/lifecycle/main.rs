@@ -10,6 +10,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod custom_resources;
 mod deploy;
 mod deploy_cli;
 mod deploy_failure;
@@ -23,7 +24,6 @@ mod deploy_timeouts;
 mod deploy_vpc_edges;
 mod destroy;
 mod diff;
-mod custom_resources;
 mod ec2_network;
 mod events;
 mod fixture_app;

@@ -55,7 +55,13 @@ async fn key_lifecycle() {
 
     // Read returns what the template set, so a diff after the deploy is clean.
     let read = env.read(KEY, &v1, &id).await.expect("the key exists");
-    for name in ["Description", "KeyPolicy", "EnableKeyRotation", "KeyUsage", "Tags"] {
+    for name in [
+        "Description",
+        "KeyPolicy",
+        "EnableKeyRotation",
+        "KeyUsage",
+        "Tags",
+    ] {
         assert_eq!(
             read[name], v1[name],
             "{name} reads back as written: {read:?}"
