@@ -40,6 +40,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 import urllib.parse
 from typing import Any, Callable
 
@@ -294,6 +295,53 @@ def run_function(fn: Any, event: bytes, environ: dict) -> dict:
     return outcome
 
 
+def _deliver_sns(invocations: LambdaInvocations) -> None:
+    """SNS topics' Lambda subscriptions: moto delivers a notification in process (through
+    Docker), so a function the runner can run gets it from the runner instead, asynchronously
+    as SNS delivers, recorded like an `Event` invocation (`"source": "sns"`)."""
+    from moto.awslambda.models import LambdaBackend
+
+    original = LambdaBackend.send_sns_message
+
+    def send_sns_message(self: Any, function_name: str, message: str, subject: "str | None" = None, qualifier: "str | None" = None) -> None:
+        fn = self._lambdas.get_function_by_name_or_arn_with_qualifier(function_name, qualifier)
+        if not _runnable(fn):
+            return original(self, function_name, message, subject=subject, qualifier=qualifier)
+        event = {"Records": [{
+            "EventVersion": "1.0",
+            "EventSource": "aws:sns",
+            "Sns": {
+                "Type": "Notification",
+                "MessageId": str(uuid.uuid4()),
+                "Subject": subject,
+                "Message": message,
+                "Timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+                "MessageAttributes": {},
+            },
+        }]}
+        record = {
+            "function": function_name,
+            "functionArn": getattr(fn, "function_arn", None) or function_name,
+            "qualifier": qualifier,
+            "invocationType": "Event",
+            "source": "sns",
+            "account": fn.account_id,
+            "region": fn.region,
+            "payload": event,
+            "time": time.time(),
+            "outcome": None,
+        }
+        with invocations.lock:
+            invocations.recorded.append(record)
+        raw = json.dumps(event).encode()
+        threading.Thread(target=invocations._run, args=(fn, raw, record, {}), daemon=True).start()
+
+    LambdaBackend.send_sns_message = send_sns_message  # type: ignore[method-assign]
+
+
 def wrap(app: Callable) -> LambdaInvocations:
-    """`app` with Lambda Invoke answered here (scripts/emulator.py)."""
-    return LambdaInvocations(app)
+    """`app` with Lambda Invoke answered here (scripts/emulator.py), and SNS deliveries to
+    Lambda run the same way."""
+    invocations = LambdaInvocations(app)
+    _deliver_sns(invocations)
+    return invocations

@@ -1,9 +1,9 @@
 //! Custom resources and wait conditions against the emulator, through the real response path:
 //! the provider writes a placeholder in a versioned state bucket, invokes the Lambda (or
-//! publishes to the SNS topic) its ServiceToken names, and polls; the test plays the handler by
-//! reading the envelope (the emulator records Lambda invocations at GET /_lambda/invocations;
-//! an SQS queue subscribed to the topic receives SNS ones) and PUTting a cfn-response to the
-//! presigned ResponseURL.
+//! publishes to the SNS topic) its ServiceToken names, and polls; the handler is real code the
+//! emulator runs (a Lambda function, or one subscribed to the topic), which PUTs its
+//! cfn-response to the presigned ResponseURL; the test reads the envelope cdkd sent from the
+//! emulator's record of the invocation (GET /_lambda/invocations).
 //!
 //! Run: `eval "$(./scripts/emulator start)" && cargo test --test provider_custom`.
 
@@ -19,7 +19,7 @@ use cdkd::provider::custom::wait_condition::{WaitConditionHandleProvider, WaitCo
 use cdkd::provider::custom::{unmasked_data, CustomResourceProvider};
 use cdkd::provider::{Provider, ProviderContext, ProviderError, ResourceRequest, UpdateOutcome};
 use serde_json::{json, Map, Value};
-use support::handler::{invocations, respond, success};
+use support::handler::invocations;
 
 const TRUST: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
 
@@ -77,8 +77,8 @@ impl Env {
             .with_polling(Duration::from_millis(50), Duration::from_millis(200))
     }
 
-    /// A function whose handler runs and returns without answering (a test plays the
-    /// answer); returns its name and ARN.
+    /// A function whose handler runs and returns without answering (the handler that never
+    /// answers); returns its name and ARN.
     async fn function(&self) -> (String, String) {
         self.function_with("def handler(e, c): pass\n").await
     }
@@ -391,7 +391,6 @@ async fn delete_of_a_custom_resource_whose_function_is_gone_succeeds() {
 async fn sns_backed_round_trip() {
     let env = Env::new().await;
     let sns = aws_sdk_sns::Client::new(&env.sdk);
-    let sqs = aws_sdk_sqs::Client::new(&env.sdk);
     let topic = sns
         .create_topic()
         .name(support::unique_name("cr-topic"))
@@ -400,75 +399,53 @@ async fn sns_backed_round_trip() {
         .expect("CreateTopic")
         .topic_arn
         .expect("arn");
-    let queue_url = sqs
-        .create_queue()
-        .queue_name(support::unique_name("cr-queue"))
-        .send()
-        .await
-        .expect("CreateQueue")
-        .queue_url
-        .expect("url");
-    let queue_arn = sqs
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .expect("GetQueueAttributes")
-        .attributes
-        .and_then(|a| {
-            a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-                .cloned()
-        })
-        .expect("QueueArn");
+    // The topic's subscriber is a real handler (the emulator delivers SNS to Lambda through
+    // cdkd's local runtime): it answers the envelope the notification carries.
+    let (function, function_arn) = env.function_with(SNS_HANDLER).await;
     sns.subscribe()
         .topic_arn(&topic)
-        .protocol("sqs")
-        .endpoint(&queue_arn)
-        .attributes("RawMessageDelivery", "true")
+        .protocol("lambda")
+        .endpoint(&function_arn)
         .send()
         .await
         .expect("Subscribe");
 
-    let provider = env.provider(Duration::from_secs(20));
+    let provider = env.provider(Duration::from_secs(30));
     let p = props(json!({"ServiceToken": topic, "Flavour": "vanilla"}));
     let req = request("ViaSns", "Custom::ViaSns", &p);
-    let player_sqs = sqs.clone();
-    let player_url = queue_url.clone();
-    let handler = tokio::spawn(async move {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let out = player_sqs
-                .receive_message()
-                .queue_url(&player_url)
-                .wait_time_seconds(1)
-                .send()
-                .await
-                .expect("ReceiveMessage");
-            if let Some(m) = out.messages().first() {
-                let envelope: Value =
-                    serde_json::from_str(m.body().expect("body")).expect("the envelope as JSON");
-                let response = success(&envelope, "sns-1", json!({"Flavour": "vanilla"}));
-                tokio::task::spawn_blocking({
-                    let envelope = envelope.clone();
-                    move || respond(&envelope, &response)
-                })
-                .await
-                .expect("respond");
-                return envelope;
-            }
-            assert!(Instant::now() < deadline, "no SNS message");
-        }
-    });
     let made = provider.create(&env.ctx(), &req).await.expect("create");
-    let envelope = handler.await.expect("handler");
     assert_eq!(made.physical_id, "sns-1");
     assert_eq!(made.attributes["Flavour"], "vanilla");
+    let delivered = invocations(&function);
+    assert_eq!(delivered.len(), 1, "one notification");
+    assert_eq!(delivered[0]["source"], "sns");
+    let message = delivered[0]["payload"]["Records"][0]["Sns"]["Message"]
+        .as_str()
+        .expect("the notification's message");
+    let envelope: Value = serde_json::from_str(message).expect("the envelope as JSON");
     assert_eq!(envelope["RequestType"], "Create");
     assert_eq!(envelope["ServiceToken"], topic.as_str());
     assert_eq!(envelope["ResourceProperties"]["Flavour"], "vanilla");
     assert_eq!(env.versions(&response_key(&envelope)).await.0, 0);
 }
+
+/// A real SNS-subscribed handler: reads the custom-resource envelope from the notification
+/// and answers SUCCESS with physical id sns-1 and the envelope's `Flavour` as Data.
+const SNS_HANDLER: &str = r#"import json
+import urllib.request
+
+
+def handler(event, context):
+    envelope = json.loads(event["Records"][0]["Sns"]["Message"])
+    flavour = envelope["ResourceProperties"].get("Flavour")
+    body = json.dumps({
+        "Status": "SUCCESS", "PhysicalResourceId": "sns-1", "StackId": envelope["StackId"],
+        "RequestId": envelope["RequestId"], "LogicalResourceId": envelope["LogicalResourceId"],
+        "Data": {"Flavour": flavour},
+    }).encode()
+    request = urllib.request.Request(envelope["ResponseURL"], data=body, method="PUT", headers={"Content-Type": ""})
+    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request).read()
+"#;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn wait_condition_handle_and_countless_wait_condition() {
