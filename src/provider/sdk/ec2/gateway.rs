@@ -8,7 +8,8 @@ use aws_sdk_ec2::types::{Filter, InternetGateway, ResourceType};
 use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
-use super::{code, is_not_found, provisioned, required, tags, unless_gone, wait, EC2};
+use super::{is_not_found, provisioned, tags, unless_gone, wait, EC2};
+use crate::aws::error_code;
 use crate::provider::props::{changed, Props};
 use crate::provider::sdk::with_properties;
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
@@ -59,7 +60,7 @@ pub(super) async fn create_gateway(
         .send()
         .await
         .map_err(|e| EC2.err(req, "CreateInternetGateway", req.logical_id, &e))?;
-    let id = required(
+    let id = EC2.required(
         req,
         out.internet_gateway().and_then(|g| g.internet_gateway_id()),
         "internet gateway id",
@@ -182,7 +183,7 @@ async fn detach(
     };
     match wait::while_dependent(call).await {
         Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) || code(&e) == Some("Gateway.NotAttached") => Ok(()),
+        Err(e) if is_not_found(&e) || error_code(&e) == Some("Gateway.NotAttached") => Ok(()),
         Err(e) => Err(EC2.err(req, "DetachInternetGateway", gateway, &e)),
     }
 }

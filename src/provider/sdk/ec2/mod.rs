@@ -79,24 +79,9 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
     match result {
-        Ok(out) => Ok(Some(out)),
         Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(EC2.err(req, operation, target, &e)),
+        other => EC2.unless_gone(other, req, operation, target),
     }
-}
-
-/// The error code of a failed call, when EC2 sent one.
-fn code<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Option<&str> {
-    error_code(err)
-}
-
-/// A string field AWS must return, or a typed error naming what was missing.
-fn required<'a>(
-    req: &ResourceRequest<'_>,
-    value: Option<&'a str>,
-    what: &str,
-) -> Result<&'a str, ProviderError> {
-    EC2.required(req, value, what)
 }
 
 /// The SDK provider for the EC2 networking types.

@@ -18,7 +18,7 @@ use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
 use super::wait::{self, Poll};
-use super::{is_not_found, provisioned, required, tags, unless_gone, EC2};
+use super::{is_not_found, provisioned, tags, unless_gone, EC2};
 use crate::provider::props::{changed, Props};
 use crate::provider::{
     ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
@@ -82,8 +82,8 @@ pub(super) async fn create_eip(
         .send()
         .await
         .map_err(|e| EC2.err(req, "AllocateAddress", req.logical_id, &e))?;
-    let ip = required(req, out.public_ip(), "public IP")?;
-    let alloc = required(req, out.allocation_id(), "allocation id")?;
+    let ip = EC2.required(req, out.public_ip(), "public IP")?;
+    let alloc = EC2.required(req, out.allocation_id(), "allocation id")?;
     Ok(eip_made(ip, alloc))
 }
 
@@ -157,8 +157,8 @@ pub(super) async fn eip_provisioned(
     let Some(a) = describe_address(client, req, id).await? else {
         return Ok(None);
     };
-    let ip = required(req, a.public_ip(), "public IP")?;
-    let alloc = required(req, a.allocation_id(), "allocation id")?;
+    let ip = EC2.required(req, a.public_ip(), "public IP")?;
+    let alloc = EC2.required(req, a.allocation_id(), "allocation id")?;
     Ok(Some(eip_made(ip, alloc)))
 }
 
@@ -239,12 +239,13 @@ pub(super) async fn create_nat(
         .send()
         .await
         .map_err(|e| EC2.err(req, "CreateNatGateway", &subnet, &e))?;
-    let id = required(
-        req,
-        out.nat_gateway().and_then(|n| n.nat_gateway_id()),
-        "NAT gateway id",
-    )?
-    .to_owned();
+    let id = EC2
+        .required(
+            req,
+            out.nat_gateway().and_then(|n| n.nat_gateway_id()),
+            "NAT gateway id",
+        )?
+        .to_owned();
     if !ctx.no_wait {
         until_available(client, req, &id).await?;
     }

@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{Filter, ResourceType, Route, RouteTable};
 use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
-use super::{is_not_found, provisioned, required, tags, unless_gone, EC2};
+use super::{is_not_found, provisioned, tags, unless_gone, EC2};
 use crate::provider::props::Props;
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
 
@@ -88,7 +88,7 @@ pub(super) async fn create_table(
         .send()
         .await
         .map_err(|e| EC2.err(req, "CreateRouteTable", &vpc, &e))?;
-    let id = required(
+    let id = EC2.required(
         req,
         out.route_table().and_then(|t| t.route_table_id()),
         "route table id",
@@ -354,7 +354,7 @@ pub(super) async fn create_association(
         .send()
         .await
         .map_err(|e| EC2.err(req, "AssociateRouteTable", &table, &e))?;
-    let id = required(req, out.association_id(), "association id")?;
+    let id = EC2.required(req, out.association_id(), "association id")?;
     Ok(association_made(id))
 }
 

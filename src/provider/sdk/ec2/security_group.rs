@@ -15,7 +15,8 @@ use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
 use super::rules::{self, default_egress, Direction, Rule};
-use super::{code, is_not_found, provisioned, required, tags, unless_gone, wait, EC2};
+use super::{is_not_found, provisioned, tags, unless_gone, wait, EC2};
+use crate::aws::error_code;
 use crate::provider::naming::{self, NameRules};
 use crate::provider::props::Props;
 use crate::provider::sdk::with_properties;
@@ -102,7 +103,7 @@ async fn authorize(
     let perms: Vec<IpPermission> = rules.iter().map(|r| r.permission()).collect();
     match send_authorize(client, group, dir, perms).await {
         Ok(()) => return Ok(()),
-        Err(e) if code(&e) != Some("InvalidPermission.Duplicate") => {
+        Err(e) if error_code(&e) != Some("InvalidPermission.Duplicate") => {
             return Err(EC2.err(req, op(dir, true), group, &e))
         }
         Err(_) => {}
@@ -110,7 +111,7 @@ async fn authorize(
     for r in rules {
         match send_authorize(client, group, dir, vec![r.permission()]).await {
             Ok(()) => {}
-            Err(e) if code(&e) == Some("InvalidPermission.Duplicate") => {}
+            Err(e) if error_code(&e) == Some("InvalidPermission.Duplicate") => {}
             Err(e) => return Err(EC2.err(req, op(dir, true), group, &e)),
         }
     }
@@ -225,7 +226,9 @@ pub(super) async fn create(
         .send()
         .await
         .map_err(|e| EC2.err(req, "CreateSecurityGroup", &name, &e))?;
-    let id = required(req, out.group_id(), "security group id")?.to_owned();
+    let id = EC2
+        .required(req, out.group_id(), "security group id")?
+        .to_owned();
     let (ingress, egress) = wanted(req)?;
     let ingress: Vec<&Rule> = ingress.iter().collect();
     authorize(client, req, &id, Direction::Ingress, &ingress).await?;

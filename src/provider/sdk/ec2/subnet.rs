@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{AttributeBooleanValue, Filter, ResourceType, Subnet};
 use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
-use super::{provisioned, required, tags, unless_gone, wait, EC2};
+use super::{provisioned, tags, unless_gone, wait, EC2};
 use crate::provider::props::{changed, Props};
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
 
@@ -126,7 +126,9 @@ pub(super) async fn create(
         .send()
         .await
         .map_err(|e| EC2.err(req, "CreateSubnet", &vpc, &e))?;
-    let id = required(req, out.subnet().and_then(|s| s.subnet_id()), "subnet id")?.to_owned();
+    let id = EC2
+        .required(req, out.subnet().and_then(|s| s.subnet_id()), "subnet id")?
+        .to_owned();
     if props.bool("MapPublicIpOnLaunch")? == Some(true) {
         set_public_ip(client, req, &id, true).await?;
     }

@@ -8,7 +8,7 @@ use aws_sdk_ec2::types::{AttributeBooleanValue, Filter, ResourceType, Tenancy, V
 use aws_sdk_ec2::Client;
 use serde_json::{json, Map, Value};
 
-use super::{provisioned, required, tags, unless_gone, wait, EC2};
+use super::{provisioned, tags, unless_gone, wait, EC2};
 use crate::provider::props::{changed, Props};
 use crate::provider::{ProviderError, Provisioned, ResourceRequest, UpdateOutcome};
 
@@ -157,7 +157,9 @@ pub(super) async fn create(
         .send()
         .await
         .map_err(|e| EC2.err(req, "CreateVpc", &cidr, &e))?;
-    let id = required(req, out.vpc().and_then(|v| v.vpc_id()), "VPC id")?.to_owned();
+    let id = EC2
+        .required(req, out.vpc().and_then(|v| v.vpc_id()), "VPC id")?
+        .to_owned();
     // CreateVpc turns DNS support on and hostnames off: only a different ask is sent.
     let support = props.bool("EnableDnsSupport")?.filter(|b| !b);
     let hostnames = props.bool("EnableDnsHostnames")?.filter(|b| *b);

@@ -79,7 +79,7 @@ where
     loop {
         match call().await {
             Err(e)
-                if super::code(&e) == Some("DependencyViolation")
+                if crate::aws::error_code(&e) == Some("DependencyViolation")
                     && started.elapsed() + interval < DEPENDENCY_LIMIT =>
             {
                 tracing::debug!("still in use (DependencyViolation); retrying in {interval:?}");
