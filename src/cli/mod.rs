@@ -147,6 +147,12 @@ pub enum Command {
     /// Create or update the state bucket (versioned, encrypted, public access blocked).
     Bootstrap(BootstrapArgs),
     /// Adopt existing AWS resources into a stack's state, or migrate a CloudFormation stack.
+    ///
+    /// Without --resource / --resource-mapping[-inline], every resource of the template is
+    /// looked for (auto mode): its physical id from the CloudFormation stack of the same name if
+    /// there is one, else from the name the template gives it (BucketName, QueueName, ...); one
+    /// not found is reported and left out. With a mapping, only the resources it names are
+    /// imported (--auto looks for the others too).
     Import(ImportArgs),
     /// Remove resources from cdkd state by construct path, leaving them running in AWS.
     Orphan(OrphanArgs),

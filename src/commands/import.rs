@@ -1,7 +1,11 @@
 //! `cdkd import <stack>`: adopt existing AWS resources into the stack's cdkd state by
-//! mapping (`--resource`, `--resource-mapping`, `--resource-mapping-inline`). The engine is
-//! `engine::deploy::import`. With `--migrate-from-cloudformation`, the mapping comes from the
-//! CloudFormation stack of the same name, which is then retired (`import::migrate_stack`).
+//! mapping (`--resource`, `--resource-mapping`, `--resource-mapping-inline`), or, without one
+//! (or with `--auto`), every resource found: by the CloudFormation stack of the same name, else
+//! by the name the template gives it. `--dry-run` reports and writes nothing;
+//! `--record-resource-mapping FILE` writes the mapping used. The engine is
+//! `engine::deploy::import`. With `--migrate-from-cloudformation [CFN_STACK]`, the mapping comes
+//! from that CloudFormation stack (by default the one of the same name), which is then retired
+//! (`import::migrate_stack`).
 //! Both read the templates as a deploy rewrites them for cdkd-owned asset storage.
 
 use std::sync::Arc;
@@ -10,7 +14,8 @@ use super::{require_complete, Session};
 use crate::aws::{ClientOptions, Clients};
 use crate::cli::ImportArgs;
 use crate::engine::deploy::import::{
-    import_stack, migrate_stack, parse_mapping, ImportOptions, ImportTarget, Imported,
+    cloudformation_ids, import_stack, migrate_stack, parse_mapping, ImportOptions, ImportReport,
+    ImportTarget, Imported, Skip,
 };
 use crate::engine::deploy::{DeployEnv, DeployError};
 use crate::error::{Error, ExitStatus, Result};
@@ -19,7 +24,8 @@ use crate::state::exports::ExportIndexStore;
 use crate::ui;
 
 pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
-    if args.migrate_from_cloudformation
+    let migrating = args.migrate_from_cloudformation.is_some();
+    if migrating
         && (!args.resources.is_empty()
             || args.resource_mapping.is_some()
             || args.resource_mapping_inline.is_some())
@@ -40,7 +46,7 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
         )),
         None => None,
     };
-    let mapping = if args.migrate_from_cloudformation {
+    let mapping = if migrating {
         Default::default()
     } else {
         parse_mapping(
@@ -148,47 +154,157 @@ pub async fn run(session: &Session, args: &ImportArgs) -> Result<ExitStatus> {
         region: &region,
         template_file: &template_file,
     };
-    if args.migrate_from_cloudformation {
-        return migrate(&env, &target, &parameters, args.force).await;
+    if let Some(cfn_stack) = args.migration_source(&stack.stack_name) {
+        let record = args.record_resource_mapping.as_deref();
+        return migrate(&env, &target, cfn_stack, &parameters, args.force, record).await;
+    }
+    // Upstream's modes: no mapping finds everything, a mapping imports only what it names
+    // unless --auto asks for the rest too.
+    let auto = mapping.is_empty() || args.auto;
+    let found = if auto {
+        cloudformation_ids(
+            &env.clients.cloudformation(Some(&region)),
+            &stack.stack_name,
+        )
+        .await
+    } else {
+        Default::default()
+    };
+    if !found.is_empty() {
+        ui::info(format!(
+            "{}: {} physical id{} from the CloudFormation stack of the same name (to take it \
+             over and retire it, use --migrate-from-cloudformation)",
+            stack.stack_name,
+            found.len(),
+            if found.len() == 1 { "" } else { "s" }
+        ));
     }
     let options = ImportOptions {
         mapping,
         parameters,
         force: args.force,
+        auto,
+        found,
+        dry_run: args.dry_run,
         ..ImportOptions::default()
     };
-    let imported = import_stack(&env, &target, &options)
-        .await
-        .map_err(|e| match e {
-            DeployError::Other(e) => *e,
-            other => Error::Usage(other.to_string()),
-        })?;
-    warn_refused(&stack.stack_name, &imported);
+    let record = args.record_resource_mapping.as_deref();
+    let report = import_stack(&env, &target, &options, |report| match record {
+        Some(path) => write_mapping(path, report).map_err(|e| DeployError::Other(Box::new(e))),
+        None => Ok(()),
+    })
+    .await
+    .map_err(|e| match e {
+        DeployError::Other(e) => *e,
+        other => Error::Usage(other.to_string()),
+    })?;
+    warn_refused(&stack.stack_name, &report.imported);
+    summarize(&stack.stack_name, &region, &report, args.dry_run)
+}
+
+/// Reports what was left out and how the import ended: a failed lookup or read makes it
+/// partial (exit 2); nothing imported is a failure, except under `--dry-run`.
+fn summarize(
+    stack: &str,
+    region: &str,
+    report: &ImportReport,
+    dry_run: bool,
+) -> Result<ExitStatus> {
+    let mut out_of_scope = 0;
+    let mut failed = false;
+    for s in &report.skipped {
+        let (id, t) = (&s.logical_id, &s.resource_type);
+        match &s.reason {
+            Skip::OutOfScope => out_of_scope += 1,
+            Skip::NotFound => ui::warn(format!(
+                "{stack}: {id} ({t}): not found (no CloudFormation stack of the same name holds \
+                 it and the template gives it no name to look for); pass --resource \
+                 {id}=PHYSICAL_ID to adopt it"
+            )),
+            Skip::Unsupported(why) => ui::warn(format!("{stack}: {id} ({t}): not imported: {why}")),
+            Skip::Failed(why) => {
+                failed = true;
+                ui::warn(format!("{stack}: {id} ({t}): not imported: {why}"))
+            }
+        }
+    }
+    if out_of_scope > 0 {
+        ui::info(format!(
+            "{stack}: {out_of_scope} resource{} not in the mapping left out (--auto looks for \
+             them too)",
+            if out_of_scope == 1 { "" } else { "s" }
+        ));
+    }
+    let n = report.imported.len();
+    let plural = if n == 1 { "" } else { "s" };
+    if dry_run {
+        ui::info(format!(
+            "{stack} ({region}): {n} resource{plural} would be imported; --dry-run: nothing \
+             was written"
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    if n == 0 {
+        return Err(Error::Usage(format!(
+            "{stack} ({region}): nothing was imported and no state was written; name the \
+             resources with --resource LogicalId=physicalId or --resource-mapping FILE"
+        )));
+    }
+    ui::info(format!("{stack} ({region}): {n} resource{plural} imported"));
+    Ok(if failed {
+        ExitStatus::Partial
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// `--record-resource-mapping`: the mapping used, as `--resource-mapping` reads it.
+fn write_mapping(path: &std::path::Path, report: &ImportReport) -> Result<()> {
+    let mapping = report.mapping();
+    let mut text = serde_json::to_string_pretty(&mapping).map_err(|e| {
+        Error::Usage(format!(
+            "--record-resource-mapping: the mapping does not serialize: {e}"
+        ))
+    })?;
+    text.push('\n');
+    std::fs::write(path, text).map_err(|source| Error::Io {
+        context: format!("--record-resource-mapping {}", path.display()),
+        source,
+    })?;
     ui::info(format!(
-        "{} ({region}): {} resource{} imported",
-        stack.stack_name,
-        imported.len(),
-        if imported.len() == 1 { "" } else { "s" }
+        "wrote the mapping used ({} resource{}) to {}",
+        mapping.len(),
+        if mapping.len() == 1 { "" } else { "s" },
+        path.display()
     ));
-    Ok(ExitStatus::Success)
+    Ok(())
 }
 
 /// `--migrate-from-cloudformation`: the engine's migration, reported per stack.
 async fn migrate(
     env: &DeployEnv,
     target: &ImportTarget<'_>,
+    cfn_stack: &str,
     parameters: &[ParameterOverride],
     force: bool,
+    record: Option<&std::path::Path>,
 ) -> Result<ExitStatus> {
-    let report = migrate_stack(env, target, parameters, force)
+    let report = migrate_stack(env, target, cfn_stack, parameters, force)
         .await
         .map_err(|e| Error::Usage(e.to_string()))?;
     for (stack, imported) in &report.stacks {
         warn_refused(stack, imported);
     }
+    if let (Some(path), Some((_, root))) = (record, report.stacks.first()) {
+        let used = ImportReport {
+            imported: root.clone(),
+            skipped: Vec::new(),
+        };
+        write_mapping(path, &used)?;
+    }
     ui::info(format!(
-        "{}: the CloudFormation stack is deleted; every resource was kept and cdkd manages \
-         it now",
+        "{}: the CloudFormation stack {cfn_stack} is deleted; every resource was kept and \
+         cdkd manages it now",
         target.stack_name
     ));
     Ok(ExitStatus::Success)

@@ -7,7 +7,8 @@
 //! link), no CloudFormation stack, every resource in place (the parent's queue still holding
 //! the message sent before, the bucket its object), no temporary template in the state
 //! bucket, and a clean `cdkd diff --fail`. A template resource CloudFormation does not have
-//! is refused by name before anything is written.
+//! is refused by name before anything is written. A CloudFormation stack deployed under
+//! another name than the CDK stack's is migrated when `--migrate-from-cloudformation` names it.
 //!
 //! Emulator note (moto 5.2.5): moto applies an update of a nested-stack row by deleting the
 //! child stack and creating it again from the new template, where CloudFormation updates
@@ -30,6 +31,8 @@ const NESTED_FILE: &str = "MigChild.nested.template.json";
 
 struct Names {
     stack: String,
+    /// The CloudFormation stack's name: the cdkd stack's, or another one.
+    cfn: String,
     assets: String,
     parent_bucket: String,
     child_queue: String,
@@ -38,8 +41,10 @@ struct Names {
 
 impl Names {
     fn new() -> Names {
+        let stack = unique_name("migparent");
         Names {
-            stack: unique_name("migparent"),
+            cfn: stack.clone(),
+            stack,
             assets: unique_name("mig-assets"),
             parent_bucket: unique_name("mig-parent-bucket"),
             child_queue: unique_name("mig-child-queue"),
@@ -141,7 +146,7 @@ async fn create_cfn_stack(n: &Names, parent: &Value) {
         .expect("child template");
     let cfn = cfn().await;
     cfn.create_stack()
-        .stack_name(&n.stack)
+        .stack_name(&n.cfn)
         .template_body(parent.to_string())
         .send()
         .await
@@ -149,7 +154,7 @@ async fn create_cfn_stack(n: &Names, parent: &Value) {
     for _ in 0..100 {
         let out = cfn
             .describe_stacks()
-            .stack_name(&n.stack)
+            .stack_name(&n.cfn)
             .send()
             .await
             .expect("describe");
@@ -426,6 +431,88 @@ async fn a_template_over_the_inline_limit_is_submitted_through_the_state_bucket(
         .filter(|k| k.starts_with("cdkd-migrate-tmp/"))
         .collect();
     assert_eq!(current, Vec::<String>::new());
+    let (code, stdout, stderr) = run(&app, &["diff", "--fail", "--recursive"]);
+    assert_eq!(code, 0, "diff after migration:\n{stdout}\n{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cloudformation_stack_of_another_name_is_migrated_when_named() {
+    let mut n = Names::new();
+    n.cfn = unique_name("miglegacy");
+    let app = App::new("cdkd-migrate-named");
+    let parent = parent_template(&n);
+    write_assembly(&app, &n, &parent, &child_json(&n));
+    create_cfn_stack(&n, &parent).await;
+    let queue_url = physical_id(&n.cfn, "ParentQueue").await;
+    let child_stack = physical_id(&n.cfn, "MigChild").await;
+    let child_queue_url = physical_id(&child_stack, "ChildQueue").await;
+
+    // The bare flag looks for a CloudFormation stack named like the cdkd stack: none.
+    let (code, _, stderr) = run(&app, &["import", &n.stack, "--migrate-from-cloudformation"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("no CloudFormation stack named {}", n.stack)),
+        "{stderr}"
+    );
+    // Another wrong name is refused naming it.
+    let wrong = unique_name("nosuchcfn");
+    let (code, _, stderr) = run(
+        &app,
+        &["import", &n.stack, "--migrate-from-cloudformation", &wrong],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains(&wrong), "{stderr}");
+    assert!(
+        !state_keys(&app.bucket)
+            .await
+            .iter()
+            .any(|k| k.ends_with("state.json")),
+        "a refused migration wrote state"
+    );
+    assert_eq!(live_stacks(&n.cfn).await.len(), 2);
+
+    let (code, _, stderr) = run(
+        &app,
+        &["import", &n.stack, "--migrate-from-cloudformation", &n.cfn],
+    );
+    assert_eq!(code, 0, "migration failed:\n{stderr}");
+    assert!(
+        stderr.contains(&format!("CloudFormation stack {} is deleted", n.cfn)),
+        "{stderr}"
+    );
+    // The records are the cdkd stack's (and its child's), read from the other stack.
+    let rec = app.record(&n.stack);
+    assert_eq!(
+        rec["resources"]["ParentQueue"]["physicalId"],
+        json!(queue_url)
+    );
+    assert_eq!(
+        rec["resources"]["ParentBucket"]["physicalId"],
+        json!(n.parent_bucket)
+    );
+    let child_rec = app.record(&format!("{}~MigChild", n.stack));
+    assert_eq!(child_rec["parentStack"], json!(n.stack));
+    assert_eq!(
+        child_rec["resources"]["ChildQueue"]["physicalId"],
+        json!(child_queue_url)
+    );
+    // The CloudFormation stack of that name let go, its resources kept.
+    assert_eq!(live_stacks(&n.cfn).await, Vec::<String>::new());
+    aws_sdk_sqs::Client::new(&sdk_config().await)
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .send()
+        .await
+        .expect("parent queue kept");
+    // Its retained templates went through the state bucket under its own name.
+    let uploaded: Vec<String> = app
+        .every_object_version()
+        .await
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with(&format!("cdkd-migrate-tmp/{}/", n.cfn)))
+        .collect();
+    assert!(!uploaded.is_empty(), "no retained template was uploaded");
     let (code, stdout, stderr) = run(&app, &["diff", "--fail", "--recursive"]);
     assert_eq!(code, 0, "diff after migration:\n{stdout}\n{stderr}");
 }

@@ -1,6 +1,6 @@
 //! Integration tests of cdkd's other commands and whole apps, through the `cdkd` binary against
 //! the emulator: the CLI surface, bootstrap, context lookups, the corpus of real CDK apps,
-//! import (and migration from CloudFormation), orphan, cross-stack and external references,
+//! import (by mapping, auto, and migration from CloudFormation), orphan, cross-stack and external references,
 //! cdk.json settings,
 //! scrub.
 //!
@@ -17,6 +17,7 @@ mod cli;
 mod context;
 mod corpus;
 mod import;
+mod import_auto;
 mod import_migrate;
 mod local_invoke;
 mod orphan;

@@ -40,13 +40,7 @@ pub fn parse_mapping(
         }
         out.insert(id.to_string(), physical.to_string());
     }
-    if out.is_empty() {
-        return Err(MappingError(
-            "nothing to import: give --resource LogicalId=physicalId, --resource-mapping FILE \
-             or --resource-mapping-inline JSON (or --migrate-from-cloudformation)"
-                .into(),
-        ));
-    }
+    // Empty is no mapping at all: the import then finds every resource (auto mode).
     Ok(out)
 }
 
@@ -123,10 +117,14 @@ mod tests {
                 Some(r#"{"A": 1}"#),
                 "'A' must be a non-empty string",
             ),
-            (vec![], None, None, "nothing to import"),
         ] {
             let e = parse_mapping(&resources, file, inline).unwrap_err();
             assert!(e.0.contains(needle), "{e}");
         }
+    }
+
+    #[test]
+    fn no_source_is_an_empty_mapping() {
+        assert!(parse_mapping(&[], None, None).unwrap().is_empty());
     }
 }

@@ -1,9 +1,10 @@
 //! `cdkd import <stack> --migrate-from-cloudformation`: take over a stack CloudFormation
 //! manages, nested stacks included, without touching a resource.
 //!
-//! 1. Read the CloudFormation stack named like the cdkd stack and its nested stacks
-//!    (`migrate_cfn`), and check them against the synthesized templates: a resource or a
-//!    nested stack on one side only, or of another type, is an error naming it.
+//! 1. Read the CloudFormation stack (named like the cdkd stack unless the caller names another)
+//!    and its nested stacks (`migrate_cfn`), and check them against the synthesized
+//!    templates: a resource or a nested stack on one side only, or of another type, is an
+//!    error naming it.
 //! 2. Under the locks of the stack and of every child (`{parent}~{row}`), read each resource
 //!    back through the import path and compute every record (the root's nested rows carry
 //!    the cdkd-local ARN, children their parent link), writing nothing yet.
@@ -38,7 +39,7 @@ pub enum MigrateError {
     Retain(RetainError),
     /// The records are written but the CloudFormation stack is not gone.
     #[error(
-        "{stack}: cdkd state is written, but deleting the CloudFormation stack failed: \
+        "cdkd state is written, but deleting the CloudFormation stack {stack} failed: \
          {detail}; every resource has DeletionPolicy: Retain, so delete the stack in \
          CloudFormation to finish"
     )]
@@ -52,29 +53,32 @@ pub struct MigrateReport {
     pub stacks: Vec<(String, Vec<Imported>)>,
 }
 
-/// Migrates the CloudFormation stack named `target.stack_name` (and its nested stacks) into
-/// cdkd state, then deletes it in CloudFormation, keeping every resource.
+/// Migrates the CloudFormation stack `cfn_stack` (and its nested stacks) into the cdkd stack
+/// `target.stack_name`'s state, then deletes it in CloudFormation, keeping every resource.
+/// `cfn_stack` is usually the cdkd stack's own name (a stack `cdk deploy` made); it differs
+/// when the CloudFormation stack was deployed under another name.
 pub async fn migrate_stack(
     env: &DeployEnv,
     target: &ImportTarget<'_>,
+    cfn_stack: &str,
     parameters: &[ParameterOverride],
     force: bool,
 ) -> Result<MigrateReport, MigrateError> {
     let (stack, region) = (target.stack_name, target.region);
     let cfn = env.clients.cloudformation(Some(region));
-    let summary = migrate_cfn::describe(&cfn, stack)
+    let summary = migrate_cfn::describe(&cfn, cfn_stack)
         .await
-        .map_err(|e| refused_cfn(stack, region, e))?;
+        .map_err(|e| refused_cfn(stack, cfn_stack, region, e))?;
     if !migrate_cfn::is_updatable(&summary.status) {
         return Err(MigrateError::Refused(format!(
-            "{stack}: the CloudFormation stack is {}; it can be migrated only from a \
-             completed create, update or import",
+            "{stack}: the CloudFormation stack {cfn_stack} is {}; it can be migrated only \
+             from a completed create, update or import",
             summary.status
         )));
     }
-    let tree = migrate_cfn::read_tree(&cfn, stack)
+    let tree = migrate_cfn::read_tree(&cfn, cfn_stack)
         .await
-        .map_err(|e| refused_cfn(stack, region, e))?;
+        .map_err(|e| refused_cfn(stack, cfn_stack, region, e))?;
     let mut options = plan_options(stack, target.template_file, &tree)?;
     options.parameters = parameters.to_vec();
     set_force(&mut options, force);
@@ -88,7 +92,7 @@ pub async fn migrate_stack(
     let report = result?;
 
     ui::info(format!(
-        "{stack}: deleting the CloudFormation stack (its resources are retained)"
+        "{stack}: deleting the CloudFormation stack {cfn_stack} (its resources are retained)"
     ));
     let deleted = async {
         migrate_cfn::delete(&cfn, &summary.stack_id).await?;
@@ -98,11 +102,11 @@ pub async fn migrate_stack(
     match deleted {
         Ok(None) => Ok(report),
         Ok(Some(status)) => Err(MigrateError::Delete {
-            stack: stack.to_owned(),
+            stack: cfn_stack.to_owned(),
             detail: format!("it ended {status}"),
         }),
         Err(e) => Err(MigrateError::Delete {
-            stack: stack.to_owned(),
+            stack: cfn_stack.to_owned(),
             detail: e.to_string(),
         }),
     }
@@ -119,10 +123,11 @@ async fn migrate_locked(
     let computed = compute(env, target, options, None)
         .await
         .map_err(MigrateError::Import)?;
+    // The uploads are that CloudFormation stack's templates: keyed by its name.
     let store = TmpStore::new(
         env.backend.client().clone(),
         env.backend.bucket(),
-        target.stack_name,
+        &tree.name,
         &stamp(),
     );
     migrate_retain::inject_and_update(cfn, &store, tree, summary)
@@ -143,11 +148,18 @@ async fn migrate_locked(
     Ok(report)
 }
 
-fn refused_cfn(stack: &str, region: &str, e: CfnError) -> MigrateError {
+fn refused_cfn(stack: &str, cfn_stack: &str, region: &str, e: CfnError) -> MigrateError {
     match e {
-        CfnError::Missing(name) if name == stack => MigrateError::Refused(format!(
-            "{stack}: there is no CloudFormation stack named {stack} in {region}; \
-             --migrate-from-cloudformation takes over the stack of the same name"
+        CfnError::Missing(name) if name == cfn_stack && cfn_stack == stack => {
+            MigrateError::Refused(format!(
+                "{stack}: there is no CloudFormation stack named {stack} in {region}; \
+                 --migrate-from-cloudformation takes over the stack of the same name (name \
+                 another one as --migrate-from-cloudformation CFN_STACK)"
+            ))
+        }
+        CfnError::Missing(name) if name == cfn_stack => MigrateError::Refused(format!(
+            "{stack}: there is no CloudFormation stack named {cfn_stack} in {region}; check \
+             the name given to --migrate-from-cloudformation"
         )),
         other => MigrateError::Refused(format!("{stack}: {other}")),
     }

@@ -151,7 +151,10 @@ fn sort_children(stack: &mut CfnStack) {
 
 /// The rows of one stack: DescribeStackResources, and ListStackResources (paginated) when
 /// the first call returned its 100-row maximum.
-async fn read_rows(client: &Client, stack: &str) -> Result<IndexMap<String, CfnRow>, CfnError> {
+pub(super) async fn read_rows(
+    client: &Client,
+    stack: &str,
+) -> Result<IndexMap<String, CfnRow>, CfnError> {
     let out = client
         .describe_stack_resources()
         .stack_name(stack)

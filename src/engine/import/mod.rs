@@ -13,12 +13,19 @@
 //!
 //! Resources are imported in deploy order, so a resource that references another imported
 //! one resolves against it. A logical id the template does not declare, a record that
-//! already exists (without `--force`) and a resource that does not exist are errors naming
-//! them, before anything is written.
+//! already exists (without `--force`) and a mapped resource that does not exist are errors
+//! naming them, before anything is written.
+//!
+//! Without a mapping (or with `--auto` beside one), every other resource's physical id is
+//! looked for (`auto`): one not found, of a type no provider serves or whose read fails is
+//! reported and left out, as upstream cdkd does. That mode rebuilds the record from what it
+//! imports, so over an existing record it needs `--force`. `--dry-run` computes the same and
+//! writes nothing (no lock either, as a deploy's `--dry-run`).
 //!
 //! This module lives under `engine::deploy` (see `#[path]` there) so it reuses the deploy's
 //! preparation, plan and record helpers without widening their visibility.
 
+mod auto;
 mod mapping;
 mod migrate;
 mod migrate_cfn;
@@ -32,6 +39,7 @@ use std::pin::Pin;
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
+pub use auto::cloudformation_ids;
 pub use mapping::{parse_mapping, MappingError};
 pub use migrate::{migrate_stack, MigrateError, MigrateReport};
 
@@ -68,6 +76,53 @@ pub struct ImportOptions {
     /// Also record the stack's outputs and cross-stack reads, as a deploy's final save does
     /// (migration, where every resource is imported).
     pub record_outputs: bool,
+    /// Look for the physical id of every resource `mapping` does not name (upstream cdkd's
+    /// auto mode): in `found`, else from the name the template gives it. The record is
+    /// rebuilt from what is imported.
+    pub auto: bool,
+    /// Physical ids read from the CloudFormation stack of the same name (auto mode).
+    pub found: IndexMap<String, String>,
+    /// Compute and report what would be imported; write nothing, take no lock.
+    pub dry_run: bool,
+}
+
+/// A resource of the template that was not imported, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub logical_id: String,
+    pub resource_type: String,
+    pub reason: Skip,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Skip {
+    /// Auto mode found no resource for it.
+    NotFound,
+    /// A mapping was given and does not name it (without `--auto`).
+    OutOfScope,
+    /// cdkd cannot import it this way (a nested stack, a type no provider serves).
+    Unsupported(String),
+    /// Looking for it or reading it failed (the message).
+    Failed(String),
+}
+
+/// What an import did (or, under `--dry-run`, would do) to one stack.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportReport {
+    pub imported: Vec<Imported>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl ImportReport {
+    /// The mapping the import used: logical id → the physical id recorded, in the format
+    /// `--resource-mapping` reads (nested-stack rows, recorded by a cdkd-local ARN, left out).
+    pub fn mapping(&self) -> Map<String, Value> {
+        self.imported
+            .iter()
+            .filter(|i| !nested::is_nested(&i.resource_type))
+            .map(|i| (i.logical_id.clone(), Value::String(i.physical_id.clone())))
+            .collect()
+    }
 }
 
 /// One imported resource.
@@ -80,18 +135,27 @@ pub struct Imported {
     pub baseline_refused: Option<String>,
 }
 
-/// Imports `options.mapping` into the stack's state under its lock.
+/// Imports into the stack's state under its lock: `options.mapping`, and in auto mode every
+/// other resource found. `before_write` sees the report before anything is written (and
+/// under `--dry-run`, where nothing is); nothing is written when nothing was imported.
 pub async fn import_stack(
     env: &DeployEnv,
     target: &ImportTarget<'_>,
     options: &ImportOptions,
-) -> Result<Vec<Imported>, DeployError> {
+    before_write: impl FnOnce(&ImportReport) -> Result<(), DeployError>,
+) -> Result<ImportReport, DeployError> {
+    if options.dry_run {
+        let computed = compute(env, target, options, None).await?;
+        let report = computed.report();
+        before_write(&report)?;
+        return Ok(report);
+    }
     let lock = env
         .backend
         .lock(target.stack_name, target.region, "import")
         .await
         .map_err(Error::from)?;
-    let result = import_locked(env, target, options).await;
+    let result = import_locked(env, target, options, before_write).await;
     lock.release_and_warn().await;
     result
 }
@@ -100,13 +164,18 @@ async fn import_locked(
     env: &DeployEnv,
     target: &ImportTarget<'_>,
     options: &ImportOptions,
-) -> Result<Vec<Imported>, DeployError> {
+    before_write: impl FnOnce(&ImportReport) -> Result<(), DeployError>,
+) -> Result<ImportReport, DeployError> {
     let computed = compute(env, target, options, None).await?;
-    let imported = computed.imported.clone();
+    let report = computed.report();
+    before_write(&report)?;
+    if report.imported.is_empty() {
+        return Ok(report);
+    }
     for c in computed.flatten() {
         c.save(env).await?;
     }
-    Ok(imported)
+    Ok(report)
 }
 
 /// One stack's import, read and resolved but not yet written, with its nested children's.
@@ -118,12 +187,21 @@ pub(super) struct Computed {
     etag: Option<String>,
     from_legacy: bool,
     pub imported: Vec<Imported>,
+    pub skipped: Vec<Skipped>,
     /// The stack's outputs by name (what the parent's row records as `Outputs.<Name>`).
     outputs: Map<String, Value>,
     pub children: Vec<Computed>,
 }
 
 impl Computed {
+    /// This stack's part of the report.
+    pub fn report(&self) -> ImportReport {
+        ImportReport {
+            imported: self.imported.clone(),
+            skipped: self.skipped.clone(),
+        }
+    }
+
     /// This stack, then its children depth-first: the order the records are written in.
     pub fn flatten(mut self) -> Vec<Computed> {
         let children = std::mem::take(&mut self.children);
@@ -215,6 +293,13 @@ async fn compute_inner(
         Some(l) => (l.parsed.state, Some(l.etag), l.parsed.from_legacy_key),
         None => (StackState::new(stack, region), None, false),
     };
+    if options.auto && !options.force && !state.resources.is_empty() {
+        return Err(DeployError::Refused(format!(
+            "{stack}: state already exists; an import without a mapping (or with --auto) \
+             rebuilds the record from what it finds, dropping every other resource of it: pass \
+             --force to confirm, or name the resources to add with --resource (a merge)"
+        )));
+    }
     let mut state = nested::link(state, parent);
     let reader = env
         .reader
@@ -287,17 +372,49 @@ async fn compute_inner(
         partition: &partition,
         no_wait: false,
     };
+    let place = auto::Place {
+        clients: &env.clients,
+        region,
+        account: &env.account_id,
+        partition: &partition,
+    };
+    let verb = if options.dry_run {
+        "would import"
+    } else {
+        "imported"
+    };
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     let mut children = Vec::new();
-    let order: Vec<String> = prepared
-        .graph
-        .deploy_order()
-        .into_iter()
-        .filter(|id| options.mapping.contains_key(*id) || options.nested.contains_key(*id))
-        .map(str::to_owned)
-        .collect();
+    let mut order: Vec<String> = Vec::new();
+    for id in prepared.graph.deploy_order() {
+        if !prepared.scope.iter().any(|s| s == id) {
+            continue;
+        }
+        if options.auto || options.mapping.contains_key(id) || options.nested.contains_key(id) {
+            order.push(id.to_owned());
+        } else {
+            skipped.push(Skipped {
+                logical_id: id.to_owned(),
+                resource_type: template.resources[id].type_.clone(),
+                reason: Skip::OutOfScope,
+            });
+        }
+    }
     for id in order {
         let res = &template.resources[&id];
+        let explicit = options.mapping.contains_key(&id) || options.nested.contains_key(&id);
+        let skip = |reason: Skip| Skipped {
+            logical_id: id.clone(),
+            resource_type: res.type_.clone(),
+            reason,
+        };
+        if !explicit && nested::is_nested(&res.type_) {
+            skipped.push(skip(Skip::Unsupported(
+                "a nested stack: --migrate-from-cloudformation takes nested stacks over".into(),
+            )));
+            continue;
+        }
         let Some(p) = planned.get(&id) else {
             return Err(DeployError::Refused(format!(
                 "{stack}: '{id}' ({}) cannot be planned",
@@ -325,7 +442,7 @@ async fn compute_inner(
             );
             rec.provisioned_by = Some(crate::state::ProvisionedBy::Sdk);
             ui::info(format!(
-                "{stack}: imported {id} ({}) as nested stack {}",
+                "{stack}: {verb} {id} ({}) as nested stack {}",
                 res.type_, child.stack
             ));
             out.push(Imported {
@@ -338,14 +455,14 @@ async fn compute_inner(
             state.resources.insert(id, rec);
             continue;
         }
-        let physical = options.mapping[&id].trim().to_string();
-        let provider = env.registry.provider(&res.type_, p.route).ok_or_else(|| {
-            DeployError::Refused(format!(
-                "{stack}: no {} provider serves {} ('{id}')",
-                p.route.as_str(),
-                res.type_
-            ))
-        })?;
+        let Some(provider) = env.registry.provider(&res.type_, p.route) else {
+            let why = format!("no {} provider serves {}", p.route.as_str(), res.type_);
+            if explicit {
+                return Err(DeployError::Refused(format!("{stack}: {why} ('{id}')")));
+            }
+            skipped.push(skip(Skip::Unsupported(why)));
+            continue;
+        };
         let snapshot = Snapshot::from_records(&env.registry, state.resources.iter());
         let (desired, unknown) = resolution.properties_lenient(&snapshot, &id)?;
         let secured = resolution.secure_fetched(&id, desired).await?;
@@ -355,21 +472,51 @@ async fn compute_inner(
             properties: &secured.sent,
             client_token: None,
         };
-        let observed = provider
-            .read(&pctx, &req, &physical)
-            .await
-            .map_err(|e| DeployError::Refused(resolution.redactor.mask_text(&e.to_string())))?
-            .ok_or_else(|| {
-                DeployError::Refused(format!(
+        let mask = |e: &dyn std::fmt::Display| resolution.redactor.mask_text(&e.to_string());
+        let physical = match options.mapping.get(&id) {
+            Some(given) => given.trim().to_string(),
+            None => match options.found.get(&id) {
+                Some(found) => found.clone(),
+                None => match auto::by_name(&place, &res.type_, &secured.sent).await {
+                    Ok(Some(named)) => named,
+                    Ok(None) => {
+                        skipped.push(skip(Skip::NotFound));
+                        continue;
+                    }
+                    Err(e) => {
+                        skipped.push(skip(Skip::Failed(mask(&e))));
+                        continue;
+                    }
+                },
+            },
+        };
+        let observed = match provider.read(&pctx, &req, &physical).await {
+            Ok(Some(observed)) => observed,
+            Ok(None) if explicit => {
+                return Err(DeployError::Refused(format!(
                     "{stack}: '{id}' ({}) with physical id '{physical}' does not exist; \
                      check the id (a composite id joins its parts with '|')",
                     res.type_
-                ))
-            })?;
-        let made = provider
-            .import(&pctx, &req, &physical)
-            .await
-            .map_err(|e| DeployError::Refused(resolution.redactor.mask_text(&e.to_string())))?;
+                )))
+            }
+            Ok(None) => {
+                skipped.push(skip(Skip::NotFound));
+                continue;
+            }
+            Err(e) if explicit => return Err(DeployError::Refused(mask(&e))),
+            Err(e) => {
+                skipped.push(skip(Skip::Failed(mask(&e))));
+                continue;
+            }
+        };
+        let made = match provider.import(&pctx, &req, &physical).await {
+            Ok(made) => made,
+            Err(e) if explicit => return Err(DeployError::Refused(mask(&e))),
+            Err(e) => {
+                skipped.push(skip(Skip::Failed(mask(&e))));
+                continue;
+            }
+        };
         let physical_id = if made.physical_id.is_empty() {
             physical.clone()
         } else {
@@ -430,7 +577,7 @@ async fn compute_inner(
             ));
         }
         ui::info(format!(
-            "{stack}: imported {id} ({}) as {physical_id}",
+            "{stack}: {verb} {id} ({}) as {physical_id}",
             res.type_
         ));
         out.push(Imported {
@@ -440,6 +587,12 @@ async fn compute_inner(
             baseline_refused: refusal.map(|r| r.as_str().to_string()),
         });
         state.resources.insert(id, rec);
+    }
+    if options.auto {
+        // The record is rebuilt from what this import found (upstream's whole-stack mode).
+        state
+            .resources
+            .retain(|id, _| out.iter().any(|i: &Imported| &i.logical_id == id));
     }
     let mut outputs = Map::new();
     if options.record_outputs {
@@ -465,6 +618,7 @@ async fn compute_inner(
         etag,
         from_legacy,
         imported: out,
+        skipped,
         outputs,
         children,
     })
