@@ -3,7 +3,8 @@
 //! are rewritten to their values, and once the app stops declaring it a diff and a deploy see
 //! nothing to do. An app that still declares it gets a NEW resource on the next deploy (the
 //! ledger's nonce was rotated). A reference with no value is refused without --force, and a
-//! damaged record is refused only for the rows that would survive.
+//! damaged record is refused only for the rows that would survive. `cdkd orphan --force` goes
+//! past such a reference by construct path too.
 
 use crate::support;
 
@@ -347,4 +348,49 @@ async fn a_damaged_record_is_refused_only_for_what_would_survive() {
     assert_eq!(rows.keys().collect::<Vec<_>>(), vec!["C"]);
     assert_eq!(rows["C"]["properties"]["Value"], "arn:a");
     assert_eq!(rows["C"]["dependencies"], json!([]));
+}
+
+/// Upstream's `cdkd orphan --force`: by construct path, a reference the orphan's record
+/// cannot answer is refused without it and kept as it is with it.
+#[tokio::test]
+async fn orphan_by_construct_path_goes_past_an_unresolvable_reference_only_with_force() {
+    let app = App::new("cdkd-forphan");
+    let stack = stack_name("Force");
+    app.write_stacks(&[(&stack, &template(&stack), &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut seeded = app.record(&stack);
+    let url = seeded["resources"]["QueueA1B2"]["physicalId"]
+        .as_str()
+        .expect("url")
+        .to_owned();
+    seeded["resources"]["ParamName"]["properties"]["Value"] =
+        json!({"Fn::GetAtt": ["QueueA1B2", "NotRecorded"]});
+    put_state(&app, &stack, &seeded).await;
+    let stored = app.record(&stack);
+    let path = format!("{stack}/Queue");
+
+    let (code, stderr) = run(&app, &["orphan", &path], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("QueueA1B2.NotRecorded") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(app.record(&stack), stored, "a refusal writes nothing");
+
+    let (code, stderr) = run(&app, &["orphan", &path, "--force"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let after = app.record(&stack);
+    assert!(after["resources"].get("QueueA1B2").is_none(), "{after}");
+    assert_eq!(
+        after["resources"]["ParamName"]["properties"]["Value"],
+        json!({"Fn::GetAtt": ["QueueA1B2", "NotRecorded"]}),
+        "kept as it was"
+    );
+    assert_eq!(
+        after["resources"]["ParamUrl"]["properties"]["Value"],
+        url.as_str()
+    );
+    assert!(queue_exists(&url).await, "the queue stays in AWS");
+    delete_queue(&url).await;
 }
