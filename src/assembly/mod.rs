@@ -5,6 +5,7 @@ pub mod assets;
 mod cross_refs;
 mod environment;
 mod manifest;
+pub mod prefix_names;
 mod select;
 mod synth;
 

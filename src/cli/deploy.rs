@@ -45,6 +45,13 @@ pub struct DeployArgs {
     /// handlers wait as CloudFormation does, so the flag changes nothing yet.
     #[arg(long, conflicts_with = "no_wait")]
     pub full_wait: bool,
+    /// Create the physical name the template gives an IAM role, user, group, instance
+    /// profile or managed policy, or an ELBv2 load balancer or target group, as
+    /// {stack}-{name} (upstream cdkd's pre-0.94 naming, for stacks deployed that way). Other
+    /// types, and unnamed resources, are named as without it. A later deploy without it
+    /// replaces those resources under their own names.
+    #[arg(long)]
+    pub prefix_user_supplied_names: bool,
     /// Keep the CDK's defensive DependsOn edges from VPC Lambdas (and their role, policy,
     /// function URL and event-source mapping) onto the subnets' route and route table
     /// association, which a deploy drops by default so those resources need not wait for the

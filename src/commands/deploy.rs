@@ -137,6 +137,8 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
             args.assets.options(),
         )
         .await?;
+        let mut stacks = stacks;
+        let _prefixed = prefix_names(args, &mut stacks)?;
         return dry_run_all(&env, &stacks, &options).await;
     }
     // Every selected stack's file and container assets, published before any stack deploys
@@ -161,6 +163,9 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         )
         .await?
     };
+
+    let mut stacks = stacks;
+    let _prefixed = prefix_names(args, &mut stacks)?;
 
     let progress = Arc::new(Progress::new(bar_suits_stderr()));
     options.progress = Some(progress.clone());
@@ -641,4 +646,16 @@ fn refuse_unknown_recreate_targets(stacks: &[StackArtifact], args: &DeployArgs) 
          not a construct path",
         unknown.join(", ")
     )))
+}
+
+/// `--prefix-user-supplied-names`: the stacks pointed at templates whose pattern-B names carry
+/// the stack name (`assembly::prefix_names`); keep the guard while they are read.
+fn prefix_names(
+    args: &DeployArgs,
+    stacks: &mut [StackArtifact],
+) -> Result<crate::assembly::prefix_names::PrefixedTemplates> {
+    if !args.prefix_user_supplied_names {
+        return Ok(Default::default());
+    }
+    crate::assembly::prefix_names::rewrite(stacks)
 }

@@ -17,6 +17,7 @@ mod deploy_failure;
 mod deploy_flags;
 mod deploy_nested;
 mod deploy_plan;
+mod deploy_prefix_names;
 mod deploy_routing;
 mod deploy_secrets;
 mod deploy_tags;
