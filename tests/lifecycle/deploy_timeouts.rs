@@ -1,6 +1,7 @@
 //! `cdkd deploy --resource-timeout / --resource-warn-after` end to end through the binary
 //! against the emulator (upstream cdkd's per-resource deadline): a Cloud Control create the
-//! emulator keeps IN_PROGRESS, and a custom resource whose handler never answers.
+//! emulator keeps IN_PROGRESS, and a custom resource whose handler never answers; the same
+//! deadline on `cdkd destroy`.
 //!
 //! The Cloud Control fault is scoped to `AWS::Glue::Database`, a type only this module creates.
 
@@ -178,4 +179,48 @@ async fn a_custom_resource_keeps_its_response_timeout_unless_its_own_type_is_nam
         assert!(Instant::now() < deadline, "placeholders left: {left:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The same deadline on `cdkd destroy` (upstream's destroy flags): a Cloud Control delete the
+/// emulator keeps IN_PROGRESS ends at `--resource-timeout`, the record keeping the resource
+/// (the abandoned delete is still in progress in AWS, which refuses another until it ends).
+#[tokio::test]
+async fn a_cloud_control_delete_past_resource_timeout_fails_and_keeps_the_record() {
+    let app = App::new("cdkd-timeouts-del");
+    let stack = unique_name("timeout-del");
+    let name = stack.to_lowercase().replace('-', "_");
+    app.write_stacks(&[(&stack, &json!({"Resources": {"Db": database(&name)}}), &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    add_fault(json!({"polls": {"polls": 100000, "TypeName": STUCK_TYPE,
+        "Operation": "DELETE", "count": 1}}));
+
+    let destroy = |extra: &[&str]| {
+        let dir = app.dir.path();
+        let out = support::cdkd()
+            .current_dir(dir)
+            .args(["destroy", "--all", "--force"])
+            .args(["--app", dir.to_str().expect("utf-8 path")])
+            .args(["--state-bucket", &app.bucket])
+            .args(extra)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        eprintln!("--- cdkd destroy {extra:?}\n{stderr}");
+        (out.status.code().unwrap_or(-1), stderr)
+    };
+    let started = Instant::now();
+    let (code, stderr) = destroy(&["--resource-timeout", "3s", "--resource-warn-after", "1s"]);
+    let took = started.elapsed();
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("DELETE in us-east-1 exceeded --resource-timeout 3s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("has been deleting for"), "{stderr}");
+    assert!(took < Duration::from_secs(40), "took {took:?}");
+    assert!(
+        app.record(&stack)["resources"].get("Db").is_some(),
+        "the record keeps what was not deleted"
+    );
 }
