@@ -363,7 +363,8 @@ fn warnings_are_printed_and_error_annotations_fail() {
 }
 
 /// `--strict` (upstream cdkd's and the CDK's): a warning annotation fails too; `--ignore-errors`
-/// prints an error annotation and goes on; both together: strict wins.
+/// prints an error annotation and goes on (deploy too: the stack is deployed); both together:
+/// strict wins.
 #[test]
 fn strict_fails_on_warnings_and_ignore_errors_goes_on_past_errors() {
     let dir = fixture("annotations");
@@ -401,6 +402,33 @@ fn strict_fails_on_warnings_and_ignore_errors_goes_on_past_errors() {
         ],
     );
     assert_one_line_error(&out, "(--strict mode)");
+    // deploy --ignore-errors goes on past the error annotation and deploys the stack.
+    let bucket = support::unique_name("cdkd-ignore-errors");
+    let out = run_in(
+        &dir,
+        &["bootstrap", "--no-assets", "--state-bucket", &bucket],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let deploy = [
+        "deploy",
+        "--ignore-errors",
+        "-a",
+        "error.out",
+        "--state-bucket",
+        &bucket,
+    ];
+    let out = run_in(&dir, &deploy);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("This queue is a fixture error"),
+        "the error is still shown: {}",
+        stderr_of(&out)
+    );
+    assert!(
+        stderr_of(&out).contains("1 created"),
+        "the stack is deployed: {}",
+        stderr_of(&out)
+    );
 }
 
 /// Upstream cdkd's `--stack NAME` selects a stack like a positional name; a named one wins.

@@ -2,7 +2,7 @@
 //! adds an IAM statement (a queue policy) is shown in `cdkd diff`'s IAM table and needs
 //! approval (refused without a terminal and without `--yes`, asked on a terminal); a change
 //! that adds none deploys without a question. A security group's ingress rule reaches the
-//! diff's security-group table.
+//! diff's security-group table. `cdkd rollback` asks on a terminal unless `--force`.
 
 use crate::support;
 
@@ -177,4 +177,77 @@ fn cdkd_in_terminal(command: &str, input: &str) -> String {
     let _status = child.wait().expect("finishes");
     drop(stdin);
     reader.join().expect("reader")
+}
+
+/// Upstream's `cdkd rollback --force`: on a terminal a rollback asks first ("n" changes
+/// nothing, the journal kept); with --force it asks nothing and replays the journal.
+#[tokio::test]
+async fn rollback_asks_on_a_terminal_unless_force() {
+    let app = App::new("cdkd-rollback-ask");
+    let stack = format!("Rb{}", support::unique_name("s").replace('-', "x"));
+    app.write_stacks(&[(&stack, &template(json!({"Queue": queue(30)})), &[])]);
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let url = app.record(&stack)["resources"]["Queue"]["physicalId"]
+        .as_str()
+        .expect("url")
+        .to_owned();
+    // The journal a --no-rollback deploy that created the queue would have left.
+    let journal_key = format!("cdkd/{stack}/us-east-1/rollback-journal.json");
+    let journal = json!({"journalVersion": 1, "stackName": stack, "region": "us-east-1",
+        "segments": [{"reason": "no-rollback", "writtenAt": 1, "failedOperations": [],
+            "operations": [{"kind": "CREATE", "logicalId": "Queue",
+                "resourceType": "AWS::SQS::Queue", "physicalId": url}]}]});
+    let s3 = support::s3_client().await;
+    s3.put_object()
+        .bucket(&app.bucket)
+        .key(&journal_key)
+        .body(journal.to_string().into_bytes().into())
+        .send()
+        .await
+        .expect("journal");
+    let command = format!(
+        "{} rollback {stack} --state-bucket {}",
+        env!("CARGO_BIN_EXE_cdkd"),
+        app.bucket
+    );
+
+    let out = cdkd_in_terminal(&command, "n\n");
+    assert!(out.contains("from its journal? [y/N]"), "{out}");
+    assert!(
+        object_exists(&app.bucket, &journal_key).await,
+        "a refused rollback keeps the journal: {out}"
+    );
+    assert!(queue_alive(&url).await, "{out}");
+
+    let out = cdkd_in_terminal(&format!("{command} --force"), "");
+    assert!(!out.contains("[y/N]"), "--force asks nothing: {out}");
+    assert!(
+        !object_exists(&app.bucket, &journal_key).await,
+        "the replayed journal is deleted: {out}"
+    );
+    assert!(
+        !queue_alive(&url).await,
+        "the journal's create is undone: {out}"
+    );
+}
+
+async fn object_exists(bucket: &str, key: &str) -> bool {
+    support::s3_client()
+        .await
+        .head_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .is_ok()
+}
+
+async fn queue_alive(url: &str) -> bool {
+    aws_sdk_sqs::Client::new(&support::sdk_config().await)
+        .get_queue_attributes()
+        .queue_url(url)
+        .send()
+        .await
+        .is_ok()
 }
