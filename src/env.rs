@@ -9,6 +9,9 @@ pub const CDKD_APP: &str = "CDKD_APP";
 pub const CDKD_STATE_BUCKET: &str = "CDKD_STATE_BUCKET";
 /// The state key prefix (below `--state-prefix`, above cdk.json).
 pub const CDKD_STATE_PREFIX: &str = "CDKD_STATE_PREFIX";
+/// `true` asks `cdkd deploy` for upstream's pre-0.94 naming (below
+/// `--prefix-user-supplied-names`, above cdk.json `context.cdkd.prefixUserSuppliedNames`).
+pub const CDKD_PREFIX_USER_SUPPLIED_NAMES: &str = "CDKD_PREFIX_USER_SUPPLIED_NAMES";
 /// A 12-digit account id used when STS cannot answer (AWS::AccountId fallback).
 pub const AWS_ACCOUNT_ID: &str = "AWS_ACCOUNT_ID";
 /// How long (whole seconds) a deploy waits for a custom resource's handler to answer

@@ -49,7 +49,8 @@ pub struct DeployArgs {
     /// profile or managed policy, or an ELBv2 load balancer or target group, as
     /// {stack}-{name} (upstream cdkd's pre-0.94 naming, for stacks deployed that way). Other
     /// types, and unnamed resources, are named as without it. A later deploy without it
-    /// replaces those resources under their own names.
+    /// replaces those resources under their own names. Also CDKD_PREFIX_USER_SUPPLIED_NAMES=true
+    /// or cdk.json context.cdkd.prefixUserSuppliedNames: true.
     #[arg(long)]
     pub prefix_user_supplied_names: bool,
     /// Keep the CDK's defensive DependsOn edges from VPC Lambdas (and their role, policy,

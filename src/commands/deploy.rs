@@ -138,7 +138,7 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         )
         .await?;
         let mut stacks = stacks;
-        let _prefixed = prefix_names(args, &mut stacks)?;
+        let _prefixed = prefix_names(args, settings, &mut stacks)?;
         return dry_run_all(&env, &stacks, &options).await;
     }
     // Every selected stack's file and container assets, published before any stack deploys
@@ -165,7 +165,7 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
     };
 
     let mut stacks = stacks;
-    let _prefixed = prefix_names(args, &mut stacks)?;
+    let _prefixed = prefix_names(args, settings, &mut stacks)?;
 
     let progress = Arc::new(Progress::new(bar_suits_stderr()));
     options.progress = Some(progress.clone());
@@ -648,13 +648,23 @@ fn refuse_unknown_recreate_targets(stacks: &[StackArtifact], args: &DeployArgs) 
     )))
 }
 
-/// `--prefix-user-supplied-names`: the stacks pointed at templates whose pattern-B names carry
-/// the stack name (`assembly::prefix_names`); keep the guard while they are read.
+/// `--prefix-user-supplied-names` (else `CDKD_PREFIX_USER_SUPPLIED_NAMES=true`, else cdk.json
+/// `context.cdkd.prefixUserSuppliedNames: true`, as upstream resolves it): the stacks pointed
+/// at templates whose pattern-B names carry the stack name (`assembly::prefix_names`); keep
+/// the guard while they are read.
 fn prefix_names(
     args: &DeployArgs,
+    settings: &crate::config::Settings,
     stacks: &mut [StackArtifact],
 ) -> Result<crate::assembly::prefix_names::PrefixedTemplates> {
-    if !args.prefix_user_supplied_names {
+    let wanted = args.prefix_user_supplied_names
+        || std::env::var(crate::env::CDKD_PREFIX_USER_SUPPLIED_NAMES).is_ok_and(|v| v == "true")
+        || settings
+            .context
+            .get("cdkd")
+            .and_then(|c| c.get("prefixUserSuppliedNames"))
+            == Some(&Value::Bool(true));
+    if !wanted {
         return Ok(Default::default());
     }
     crate::assembly::prefix_names::rewrite(stacks)

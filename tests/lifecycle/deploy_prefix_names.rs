@@ -1,7 +1,9 @@
 //! `--prefix-user-supplied-names` (upstream cdkd's flag): a deploy with it creates the name
 //! the template gives an IAM role as `{stack}-{name}`, while a queue's given name and an
 //! unnamed role's generated name are as without it; a second deploy with it changes nothing,
-//! and a deploy without it then replaces the role under its own name. Seen in IAM and SQS.
+//! and a deploy without it then replaces the role under its own name.
+//! `CDKD_PREFIX_USER_SUPPLIED_NAMES=true` and cdk.json `context.cdkd.prefixUserSuppliedNames`
+//! ask the same. Seen in IAM and SQS.
 
 use crate::support;
 
@@ -74,4 +76,19 @@ async fn user_given_role_names_get_the_stack_prefix_with_the_flag() {
     let record = app.record(&stack);
     assert_eq!(record["resources"]["Named"]["physicalId"], json!(role));
     assert_eq!(record["resources"]["Unnamed"]["physicalId"], json!(unnamed));
+
+    // CDKD_PREFIX_USER_SUPPLIED_NAMES=true asks the same, as upstream reads it.
+    let (code, _, stderr) = app.deploy_env(&[], &[("CDKD_PREFIX_USER_SUPPLIED_NAMES", "true")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(role_exists(&iam, &prefixed).await, "{prefixed} not created");
+    assert!(!role_exists(&iam, &role).await, "{role} not deleted");
+    // And so does cdk.json's context.cdkd.prefixUserSuppliedNames: nothing to change.
+    std::fs::write(
+        app.dir.path().join("cdk.json"),
+        json!({"context": {"cdkd": {"prefixUserSuppliedNames": true}}}).to_string(),
+    )
+    .expect("cdk.json");
+    let (code, _, stderr) = app.deploy(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("resources: 3 unchanged"), "{stderr}");
 }
