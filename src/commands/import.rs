@@ -217,8 +217,8 @@ fn summarize(
         match &s.reason {
             Skip::OutOfScope => out_of_scope += 1,
             Skip::NotFound => ui::warn(format!(
-                "{stack}: {id} ({t}): not found (no CloudFormation stack of the same name holds \
-                 it and the template gives it no name to look for); pass --resource \
+                "{stack}: {id} ({t}): not found (neither a CloudFormation stack of the same name \
+                 nor a name the template gives it led to an existing resource); pass --resource \
                  {id}=PHYSICAL_ID to adopt it"
             )),
             Skip::Unsupported(why) => ui::warn(format!("{stack}: {id} ({t}): not imported: {why}")),
