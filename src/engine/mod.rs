@@ -1,6 +1,7 @@
 //! Orchestrations over one concurrent DAG walker: deploy, destroy, diff, scrub and import are
 //! built on [`walk`], so every command gets the same scheduling, failure and cancellation rules.
 
+pub mod baseline;
 pub mod deploy;
 pub mod destroy;
 pub mod diff;

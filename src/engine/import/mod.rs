@@ -31,7 +31,6 @@ mod migrate;
 mod migrate_cfn;
 mod migrate_retain;
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
@@ -47,12 +46,12 @@ use super::lookup::Snapshot;
 use super::nested::{self, ParentLink};
 use super::plan::{new_record, plan};
 use super::{prepare, DeployEnv, DeployError};
+use crate::engine::baseline;
 use crate::error::Error;
 use crate::provider::{ProviderContext, ResourceRequest};
-use crate::resolve::{intrinsic, partition_for_region, ParameterOverride, ResolveContext};
+use crate::resolve::{partition_for_region, ParameterOverride, ResolveContext};
 use crate::state::backend::{BackendError, SaveCondition};
-use crate::state::{BaselineRefusalReason, StackState};
-use crate::template::Template;
+use crate::state::StackState;
 use crate::ui;
 
 /// The stack to import into.
@@ -361,7 +360,8 @@ async fn compute_inner(
     // Routes and dependencies exactly as a first deploy would record them.
     let fresh = StackState::new(stack, region);
     let planned = plan(&prepared, &fresh, &env.registry, false)?.planned;
-    let default_bound = parameters_bound_from_default(&template, &options.parameters, stack);
+    let default_bound =
+        baseline::parameters_bound_from_default(&template, &options.parameters, stack);
 
     let partition = partition_for_region(region).name.to_string();
     let pctx = ProviderContext {
@@ -542,28 +542,13 @@ async fn compute_inner(
         if !secured.no_echo_leaves.is_empty() {
             rec.no_echo_leaves = Some(secured.no_echo_leaves.clone());
         }
-        let refusal = if !unknown.is_empty() {
-            Some(BaselineRefusalReason::IncompleteResolution)
-        } else if reads_any(&res.properties, &default_bound) {
-            Some(BaselineRefusalReason::UnverifiableParameter)
-        } else {
-            None
-        };
-        match &refusal {
-            Some(reason) => {
-                rec.observed_baseline_refused = Some(true);
-                rec.observed_baseline_refusal_reason = Some(reason.clone());
-                rec.observed_properties = None;
-            }
-            None => {
-                let mut observed = Value::Object(observed);
-                resolution.redactor.needles().redact_in_place(&mut observed);
-                rec.observed_properties = match observed {
-                    Value::Object(m) => Some(m),
-                    _ => None,
-                };
-            }
-        }
+        let refusal = baseline::refusal(&unknown, &res.properties, &default_bound);
+        baseline::record(
+            &mut rec,
+            refusal.clone(),
+            observed,
+            &resolution.redactor.needles(),
+        );
         if !unknown.is_empty() {
             ui::warn(format!(
                 "{stack}: '{id}': {} did not resolve ({}); they are left out of the record \
@@ -653,52 +638,4 @@ async fn import_child(
         template_file: &template_file,
     };
     compute(env, &child_target, &options, Some(&link)).await
-}
-
-/// Template parameters bound from their Default: no override names them for this stack.
-fn parameters_bound_from_default(
-    template: &Template,
-    overrides: &[ParameterOverride],
-    stack: &str,
-) -> HashSet<String> {
-    template
-        .parameters
-        .keys()
-        .filter(|name| {
-            !overrides
-                .iter()
-                .any(|o| o.key == **name && o.stack.as_deref().is_none_or(|s| s == stack))
-        })
-        .cloned()
-        .collect()
-}
-
-/// Whether `properties` read any of `params` through `Ref` or an `Fn::Sub` placeholder.
-fn reads_any(properties: &Map<String, Value>, params: &HashSet<String>) -> bool {
-    fn walk(v: &Value, params: &HashSet<String>) -> bool {
-        match intrinsic(v) {
-            Some(("Ref", Value::String(name))) => params.contains(name),
-            Some(("Fn::Sub", arg)) => {
-                let text = match arg {
-                    Value::String(s) => Some(s.as_str()),
-                    Value::Array(items) => items.first().and_then(Value::as_str),
-                    _ => None,
-                };
-                let in_text =
-                    text.is_some_and(|t| params.iter().any(|p| t.contains(&format!("${{{p}}}"))));
-                in_text
-                    || match arg {
-                        Value::Array(items) => items.iter().skip(1).any(|x| walk(x, params)),
-                        _ => false,
-                    }
-            }
-            Some((_, arg)) => walk(arg, params),
-            None => match v {
-                Value::Array(items) => items.iter().any(|x| walk(x, params)),
-                Value::Object(m) => m.values().any(|x| walk(x, params)),
-                _ => false,
-            },
-        }
-    }
-    properties.values().any(|v| walk(v, params))
 }
