@@ -98,6 +98,11 @@ pub struct DeployArgs {
     /// UpdateReplacePolicy is Snapshot without the final snapshot (their data is lost).
     #[arg(long)]
     pub skip_final_snapshot: bool,
+    /// Do not read resources back after each create / update to record the baseline
+    /// `cdkd drift` compares against (observedProperties); drift then compares against the
+    /// recorded template properties, and `cdkd state refresh-observed` records it later.
+    #[arg(long)]
+    pub no_capture_observed_state: bool,
     #[command(flatten)]
     pub fallback: CfnFallback,
     /// Publish no asset (upstream cdkd's --skip-assets): the stacks deploy against the assets

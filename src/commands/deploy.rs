@@ -124,6 +124,7 @@ pub async fn run(session: &Session, args: &DeployArgs) -> Result<ExitStatus> {
         replace: args.replace,
         strict_getatt: args.strict_getatt,
         skip_final_snapshot: args.skip_final_snapshot,
+        no_capture_observed_state: args.no_capture_observed_state,
         ..DeployOptions::default()
     };
 

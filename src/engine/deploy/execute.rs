@@ -44,6 +44,8 @@ pub(super) struct Run {
     pub tokens: super::tokens::Tokens,
     /// This run's completed and failed operations, for the rollback journal.
     pub oplog: super::oplog::OpLog,
+    /// The observed-baseline reads started after each create and update (capture.rs).
+    pub capture: super::capture::Captures,
 }
 
 impl Run {
@@ -405,6 +407,7 @@ async fn create_replacing(
         };
     let mut attributes = made.attributes;
     custom_attributes(run, id, &res.type_, &mut attributes);
+    let physical_id = made.physical_id.clone();
     let rec = new_record(
         res,
         planned.route,
@@ -421,6 +424,7 @@ async fn create_replacing(
     }
     run.oplog.completed(id, &res.type_, &rec, previous, true);
     run.book.put(id, Some(rec)).await;
+    super::capture::start(run, id, &res.type_, planned.route, &physical_id, &sent);
     Ok(())
 }
 
@@ -461,10 +465,20 @@ async fn update(
             custom_attributes(run, id, &res.type_, &mut attributes);
             rec.attributes = Some(attributes);
             rec.properties = desired;
+            // The old baseline described the resource before this update: the capture
+            // records the new one, unless a refusal an update does not clear stands.
             rec.observed_properties = None;
+            let declared = run.resolution.template.parameters.keys().cloned().collect();
+            let kept = super::capture::keeps_refusal(&old, &res.properties, &declared);
+            rec.observed_baseline_refused = kept.as_ref().map(|_| true);
+            rec.observed_baseline_refusal_reason = kept.clone();
             rec.provisioned_by = Some(provisioned_by(planned.route));
+            let physical_id = rec.physical_id.clone().unwrap_or_default();
             run.oplog.completed(id, &res.type_, &rec, Some(&old), true);
             run.book.put(id, Some(rec)).await;
+            if kept.is_none() {
+                super::capture::start(run, id, &res.type_, planned.route, &physical_id, &sent);
+            }
             Ok(Action::Updated)
         }
         UpdateOutcome::NeedsReplacement { reason } => {

@@ -86,7 +86,7 @@ impl ResourceLookup for Snapshot {
 
 /// How a record is served: its recorded `provisionedBy: cc-api` pins Cloud Control; otherwise
 /// the SDK provider when cdkd has one, else Cloud Control for a type the schemas know.
-pub(super) fn record_provider(
+pub(crate) fn record_provider(
     registry: &Registry,
     rec: &ResourceState,
 ) -> Option<(Route, Arc<dyn Provider>)> {

@@ -18,6 +18,7 @@
 
 mod adopt;
 mod book;
+mod capture;
 mod changes;
 mod delete;
 mod dry_run;
@@ -62,6 +63,7 @@ pub use changes::{diff_properties, is_stateful, optional_equal, values_equal};
 pub(crate) use delete::{delete_recorded, masked_delete};
 pub use dry_run::{dry_run, DryRun};
 pub use failure::FailureSummary;
+pub(crate) use lookup::record_provider;
 pub(crate) use nested::is_nested;
 pub use producers::{Producers, Settled};
 pub use recreate::Recreate;
@@ -164,6 +166,9 @@ pub struct DeployOptions {
     /// The run's deployment-event log: `None` opens one per top-level stack; a nested
     /// child's deploy records into its parent's (as upstream's does).
     pub events: Option<crate::state::events::EventLog>,
+    /// `--no-capture-observed-state`: no resource is read back after its create / update
+    /// for the drift baseline (capture.rs).
+    pub no_capture_observed_state: bool,
 }
 
 /// The stack to deploy.
@@ -341,6 +346,7 @@ async fn deploy_locked(
         _ => first?,
     };
     if let Some(outs) = staged::unchanged(env, options, &planning, prior_journal.is_some()) {
+        capture::refresh_unchanged(env, options, &planning, etag.as_deref(), from_legacy).await;
         remember_plaintext(env, stack, region, &outs);
         report.tally.unchanged = planning.plan.planned.len();
         report.outputs = outs.by_name;
@@ -396,9 +402,11 @@ async fn deploy_locked(
         nested: nested::Scope::new(env, options, target),
         tokens,
         oplog: oplog::OpLog::default(),
+        capture: capture::Captures::new(!options.no_capture_observed_state),
     });
     // One ledger write for every create this run will send, before any is sent.
     run.tokens.prepare(&creates, record_exists).await;
+    capture::refresh_missing(&run).await;
     let walk_options = || WalkOptions {
         concurrency: options.concurrency.max(1),
         cancel: options.cancel.clone(),
@@ -570,6 +578,8 @@ async fn deploy_locked(
         absorb(&mut report, outcome);
     }
 
+    // The baselines read back beside the walk go into the record before its final save.
+    capture::drain(&run).await;
     if !deploy_ok {
         let interrupted =
             !report.cancelled.is_empty() || options.cancel.as_ref().is_some_and(|c| *c.borrow());
