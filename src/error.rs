@@ -60,9 +60,8 @@ pub enum Error {
     Context(#[from] crate::context::ContextError),
     #[error(transparent)]
     ContextStore(#[from] crate::context::store::StoreError),
-    /// The command exists in the surface but its engine is not part of this build yet.
-    #[error("`cdkd {command}` is not available in this build yet: its engine has not landed; nothing was changed")]
-    NotImplemented { command: &'static str },
+    #[error(transparent)]
+    Drift(#[from] crate::engine::drift::write::DriftError),
     /// Wrong or conflicting arguments that clap cannot express.
     #[error("{0}")]
     Usage(String),

@@ -26,7 +26,7 @@ pub use import::ImportArgs;
 pub use local::{LocalCommand, LocalInvokeArgs, RunInvocationArgs};
 pub use state::{
     StateCommand, StateDestroyArgs, StateInfoArgs, StateListArgs, StateOrphanArgs,
-    StateResourcesArgs, StateShowArgs, StateStackArgs,
+    StateRefreshObservedArgs, StateResourcesArgs, StateShowArgs, StateStackArgs,
 };
 pub use timeouts::ResourceTimeouts;
 
@@ -350,16 +350,23 @@ pub struct ForceUnlockArgs {
 pub struct DriftArgs {
     #[command(flatten)]
     pub selection: StackSelection,
-    /// Accept what AWS reports as the new baseline in state.
+    /// Record AWS's current values for every drifted property in state (state <- AWS).
     #[arg(long, conflicts_with = "revert")]
     pub accept: bool,
-    /// Push the recorded properties back to AWS.
+    /// Send the recorded values of every drifted resource back to AWS through its
+    /// provider's update, dependencies first (AWS <- state).
     #[arg(long)]
     pub revert: bool,
-    /// Exit 1 when drift is found.
+    /// With --accept / --revert: print what would change, write nothing.
     #[arg(long)]
-    pub fail: bool,
-    /// Print drift as JSON.
+    pub dry_run: bool,
+    /// Resources read (and, with --revert, updated) at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+    /// Region of the stacks' state records (needed when a stack has records in several).
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+    /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -494,6 +501,7 @@ impl Command {
                 StateCommand::Show(_) => "state show",
                 StateCommand::Orphan(_) => "state orphan",
                 StateCommand::Destroy(_) => "state destroy",
+                StateCommand::RefreshObserved(_) => "state refresh-observed",
             },
         }
     }

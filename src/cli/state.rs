@@ -16,6 +16,9 @@ pub enum StateCommand {
     Orphan(StateOrphanArgs),
     /// Delete stacks' resources from their state records alone, without the app.
     Destroy(StateDestroyArgs),
+    /// Read stacks' resources back and record what AWS reports as their drift baseline
+    /// (observedProperties), without changing AWS.
+    RefreshObserved(StateRefreshObservedArgs),
 }
 
 #[derive(Debug, Args)]
@@ -110,4 +113,20 @@ pub struct StateDestroyArgs {
     pub remove_protection: bool,
     #[command(flatten)]
     pub timeouts: super::ResourceTimeouts,
+}
+
+#[derive(Debug, Args)]
+pub struct StateRefreshObservedArgs {
+    /// The stacks whose baselines to refresh (none: the only record, or every one with --all).
+    #[arg(value_name = "STACKS")]
+    pub stacks: Vec<String>,
+    /// Every stack the state bucket holds.
+    #[arg(long)]
+    pub all: bool,
+    /// Region of the stacks' state records.
+    #[arg(long, value_name = "REGION")]
+    pub stack_region: Option<String>,
+    /// Resources read at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
 }

@@ -7,6 +7,7 @@ mod context;
 mod deploy;
 mod destroy;
 mod diff;
+mod drift;
 mod events;
 mod force_unlock;
 mod import;
@@ -34,7 +35,7 @@ use crate::aws::{ClientOptions, Clients};
 use crate::cli::{Cli, Command, StackSelection};
 use crate::config::{Settings, Sources};
 use crate::context::{ContextFile, Lookups, LoopOptions};
-use crate::error::{Error, ExitStatus, Result};
+use crate::error::{ExitStatus, Result};
 use crate::state::backend::S3Backend;
 use crate::state::bucket::{self, StateBucket};
 use crate::state::StateKeys;
@@ -280,11 +281,9 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Scrub(args) => scrub::run(&session, args).await,
         Command::Import(args) => import::run(&session, args).await,
         Command::Orphan(args) => orphan::run(&session, args).await,
+        Command::Drift(args) => drift::run(&session, args).await,
         Command::Context(args) => context::run(&session, args),
         Command::Events(args) => events::run(&session, args).await,
         Command::Local(cmd) => local::run(&session, cmd).await,
-        other => Err(Error::NotImplemented {
-            command: other.name(),
-        }),
     }
 }

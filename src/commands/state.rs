@@ -19,6 +19,7 @@ pub async fn run(session: &Session, command: &StateCommand) -> Result<ExitStatus
         StateCommand::Show(args) => show(session, args).await,
         StateCommand::Orphan(args) => super::orphan_state::run(session, args).await,
         StateCommand::Destroy(args) => super::destroy::run_state(session, args).await,
+        StateCommand::RefreshObserved(args) => super::drift::refresh_observed(session, args).await,
     }
 }
 

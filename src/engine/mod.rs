@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod deploy;
 pub mod destroy;
 pub mod diff;
+pub mod drift;
 pub mod events;
 pub mod orphan;
 pub mod policy;

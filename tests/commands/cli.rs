@@ -67,6 +67,7 @@ const COMMANDS: &[&[&str]] = &[
     &["state", "show"],
     &["state", "orphan"],
     &["state", "destroy"],
+    &["state", "refresh-observed"],
 ];
 
 #[test]
@@ -112,12 +113,6 @@ fn help_for_cdkd_and_every_command() {
         let text = stdout_of(&out);
         assert!(text.contains("Usage: cdkd"), "{command:?}: {text}");
     }
-}
-
-#[test]
-fn a_command_without_an_engine_fails_loudly() {
-    let out = run_in(&fixture("basic"), &["drift", "-a", "cdk.out"]);
-    assert_one_line_error(&out, "`cdkd drift` is not available in this build yet");
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod deploy_timeouts;
 mod deploy_vpc_edges;
 mod destroy;
 mod diff;
+mod drift;
 mod ec2_network;
 mod events;
 mod fixture_app;
