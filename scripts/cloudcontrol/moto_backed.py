@@ -240,6 +240,11 @@ ADAPTERS: dict[str, Adapter] = {
         after_create=_role_attach,
         before_delete=_role_detach,
     ),
+    # Real in IAM: an access key (cdkd's SDK provider) can be made for it.
+    "AWS::IAM::User": Adapter(
+        models=lambda ctx: dict(_iam(ctx).users),
+        update=_no_moto_update,
+    ),
     "AWS::Events::EventBus": Adapter(
         models=lambda ctx: dict(_backend("moto.events.models", "events_backends", ctx).event_buses),
         update=_no_moto_update,

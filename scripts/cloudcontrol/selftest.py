@@ -153,6 +153,12 @@ MOTO_CASES = {
         lambda i: any(r.name == i for r in backend("moto.iam.models", "iam_backends", "aws").roles.values()),
         lambda m: m["Arn"] == f"arn:aws:iam::{ACCOUNT}:role/st-role" and m["RoleId"] and m["Description"] == "described",
     ),
+    "AWS::IAM::User": (
+        {"UserName": "st-user"},
+        [{"op": "add", "path": "/Path", "value": "/"}],
+        lambda i: i in backend("moto.iam.models", "iam_backends", "aws").users,
+        lambda m: m["Arn"] == f"arn:aws:iam::{ACCOUNT}:user/st-user",
+    ),
     "AWS::Events::EventBus": (
         {"Name": "st-bus"},
         [{"op": "add", "path": "/Description", "value": "d"}],

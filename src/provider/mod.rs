@@ -149,6 +149,13 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The attributes of `resource_type` whose values are credentials (an IAM access key's
+    /// `SecretAccessKey`): the engine records them as `***`, like a NoEcho custom-resource
+    /// answer, and hands the real value to this run's readers only.
+    fn secret_attributes(&self, _resource_type: &str) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The least time one operation of this provider may need by design (a custom resource's
     /// handler has up to its response timeout to answer): the global `--resource-timeout`
     /// is raised to it, a per-type `--resource-timeout TYPE=DURATION` is not ([`deadline`]).

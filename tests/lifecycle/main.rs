@@ -10,6 +10,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod access_key;
 mod custom_resources;
 mod deploy;
 mod deploy_cli;

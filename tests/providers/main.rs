@@ -17,6 +17,7 @@ mod provider_custom;
 mod provider_dynamodb;
 mod provider_ec2;
 mod provider_iam;
+mod provider_iam_access_key;
 mod provider_kms;
 mod provider_lambda;
 mod provider_lambda_layer;

@@ -222,6 +222,29 @@ fn custom_attributes(
     run.resolution.redactor.custom_answered(id, data.as_ref());
 }
 
+/// Declares the credentials among a provider's answer (`Provider::secret_attributes`) NoEcho
+/// for this run: the record stores `***` for them, and for every position of a reader they
+/// fill, while this run's readers are sent the value. An answer without them (an update) keeps
+/// what the record declared.
+fn secret_attributes(
+    run: &Run,
+    id: &str,
+    provider: &dyn crate::provider::Provider,
+    resource_type: &str,
+    attributes: &Map<String, Value>,
+) {
+    let (names, plaintexts): (Vec<String>, Vec<Value>) = provider
+        .secret_attributes(resource_type)
+        .iter()
+        .filter_map(|name| Some(((*name).to_owned(), attributes.get(*name)?.clone())))
+        .unzip();
+    if !names.is_empty() {
+        run.resolution
+            .redactor
+            .declare_no_echo(id, names, &plaintexts);
+    }
+}
+
 /// The resolved properties of `id` against the records of `targets` as they are now. A
 /// `Fn::GetAtt` of an attribute the resource's provider did not report is read from AWS (the
 /// resource read back, the attribute added to its record) and the resolution retried; with
@@ -407,6 +430,7 @@ async fn create_replacing(
         };
     let mut attributes = made.attributes;
     custom_attributes(run, id, &res.type_, &mut attributes);
+    secret_attributes(run, id, &*provider, &res.type_, &attributes);
     let physical_id = made.physical_id.clone();
     let rec = new_record(
         res,
@@ -461,6 +485,7 @@ async fn update(
             let needles = run.resolution.redactor.needles();
             let plain = |v: &Value| needles.redact_value(v) == *v;
             let mut attributes = moved_attributes_dropped(&res.type_, &old, &desired, &plain);
+            secret_attributes(run, id, &*provider, &res.type_, &made.attributes);
             attributes.extend(made.attributes);
             custom_attributes(run, id, &res.type_, &mut attributes);
             rec.attributes = Some(attributes);

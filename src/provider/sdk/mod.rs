@@ -59,6 +59,7 @@ pub fn all() -> Vec<Arc<dyn Provider>> {
         Arc::new(iam::PolicyProvider),
         Arc::new(iam::ManagedPolicyProvider),
         Arc::new(iam::InstanceProfileProvider),
+        Arc::new(iam::AccessKeyProvider),
         Arc::new(kms::KmsProvider),
         Arc::new(lambda::FunctionProvider),
         Arc::new(lambda::PermissionProvider),

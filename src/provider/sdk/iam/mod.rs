@@ -1,4 +1,5 @@
-//! IAM: roles, inline policies (`AWS::IAM::Policy`), managed policies and instance profiles.
+//! IAM: roles, inline policies (`AWS::IAM::Policy`), managed policies, instance profiles and
+//! access keys.
 //!
 //! IAM is global, but the client is still built for the stack's region so that endpoint
 //! overrides and FIPS/partition settings apply the same way as for every other service.
@@ -6,11 +7,13 @@
 //! The helpers at the bottom (error wrapping, bounded retry, replacement checks, document
 //! decoding) are shared with the S3 providers.
 
+mod access_key;
 mod instance_profile;
 mod managed_policy;
 mod policy;
 mod role;
 
+pub use access_key::AccessKeyProvider;
 pub use instance_profile::InstanceProfileProvider;
 pub use managed_policy::ManagedPolicyProvider;
 pub use policy::PolicyProvider;
