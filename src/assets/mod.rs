@@ -19,6 +19,7 @@
 pub mod container;
 pub mod file;
 pub mod redirect;
+pub mod references;
 pub mod zip;
 
 use std::collections::{BTreeMap, HashMap};

@@ -11,6 +11,7 @@ mod cdk_compat;
 mod deploy;
 mod destroy;
 mod escape;
+mod gc;
 mod import;
 mod local;
 mod state;
@@ -22,11 +23,12 @@ pub use deploy::{
 };
 pub use destroy::DestroyArgs;
 pub use escape::EscapeHatches;
+pub use gc::GcArgs;
 pub use import::ImportArgs;
 pub use local::{LocalCommand, LocalInvokeArgs, RunInvocationArgs};
 pub use state::{
-    StateCommand, StateDestroyArgs, StateInfoArgs, StateListArgs, StateOrphanArgs,
-    StateRefreshObservedArgs, StateResourcesArgs, StateShowArgs, StateStackArgs,
+    StateCommand, StateDestroyArgs, StateInfoArgs, StateListArgs, StateMigrateArgs,
+    StateOrphanArgs, StateRefreshObservedArgs, StateResourcesArgs, StateShowArgs, StateStackArgs,
 };
 pub use timeouts::ResourceTimeouts;
 
@@ -166,6 +168,9 @@ pub enum Command {
     Drift(DriftArgs),
     /// Build and upload the selected stacks' file and container assets.
     PublishAssets(PublishAssetsArgs),
+    /// Delete the region's cdkd asset objects and images no state record uses (and stranded
+    /// custom-resource response placeholders).
+    Gc(GcArgs),
     /// Inspect and maintain state records without an app.
     #[command(subcommand)]
     State(StateCommand),
@@ -259,9 +264,19 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct BootstrapArgs {
-    /// Re-apply the settings of an existing state bucket and asset storage.
+    /// Re-apply the settings of an existing state bucket and asset storage; with --destroy,
+    /// delete the asset storage even while state records reference it.
     #[arg(long)]
     pub force: bool,
+    /// Tear the region's cdkd asset storage down instead: the asset bucket and container
+    /// repository with everything in them, then the marker (refused while a state record
+    /// references them, unless --force).
+    #[arg(long, conflicts_with_all = ["no_assets", "asset_bucket", "container_repo"])]
+    pub destroy: bool,
+    /// With --destroy, also delete the state bucket (refused while any stack has state or
+    /// another region's marker is in it).
+    #[arg(long, requires = "destroy")]
+    pub include_state_bucket: bool,
     /// Create no cdkd asset storage and write no marker: deploys keep publishing to the CDK
     /// bootstrap's bucket and repository (legacy mode).
     #[arg(long)]
@@ -487,6 +502,7 @@ impl Command {
             Command::ForceUnlock(_) => "force-unlock",
             Command::Drift(_) => "drift",
             Command::PublishAssets(_) => "publish-assets",
+            Command::Gc(_) => "gc",
             Command::Context(_) => "context",
             Command::Local(LocalCommand::Invoke(_)) => "local invoke",
             Command::Local(LocalCommand::RunInvocation(_)) => "local run-invocation",
@@ -502,6 +518,7 @@ impl Command {
                 StateCommand::Orphan(_) => "state orphan",
                 StateCommand::Destroy(_) => "state destroy",
                 StateCommand::RefreshObserved(_) => "state refresh-observed",
+                StateCommand::Migrate(_) => "state migrate",
             },
         }
     }

@@ -19,6 +19,25 @@ pub enum StateCommand {
     /// Read stacks' resources back and record what AWS reports as their drift baseline
     /// (observedProperties), without changing AWS.
     RefreshObserved(StateRefreshObservedArgs),
+    /// Move every object of the legacy state bucket (cdkd-state-{account}-{region}) into the
+    /// current one (cdkd-state-{account}), creating it if needed.
+    Migrate(StateMigrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StateMigrateArgs {
+    /// The source bucket [default: cdkd-state-{account}-{region}, for --region].
+    #[arg(long, value_name = "NAME")]
+    pub legacy_bucket: Option<String>,
+    /// The destination bucket [default: cdkd-state-{account}].
+    #[arg(long, value_name = "NAME")]
+    pub new_bucket: Option<String>,
+    /// Show what would be moved; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also delete the legacy bucket, with every earlier version in it, once everything moved.
+    #[arg(long)]
+    pub remove_legacy: bool,
 }
 
 #[derive(Debug, Args)]

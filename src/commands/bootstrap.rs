@@ -44,6 +44,9 @@ pub fn container_repository_name(account: &str, region: &str) -> String {
 }
 
 pub async fn run(session: &Session, args: &BootstrapArgs) -> Result<ExitStatus> {
+    if args.destroy {
+        return super::bootstrap_destroy::run(session, args).await;
+    }
     let clients = session.clients().await;
     let region = clients.default_region().ok_or_else(|| {
         Error::Usage("no region for the state bucket: pass --region or set AWS_REGION".into())
@@ -286,7 +289,11 @@ async fn marker(s3: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<Opti
 }
 
 /// Creates `name` in `region` unless it exists; whether this call created it.
-async fn ensure_bucket(s3: &aws_sdk_s3::Client, name: &str, region: &str) -> Result<bool> {
+pub(super) async fn ensure_bucket(
+    s3: &aws_sdk_s3::Client,
+    name: &str,
+    region: &str,
+) -> Result<bool> {
     match s3.head_bucket().bucket(name).send().await {
         Ok(_) => return Ok(false),
         Err(e) if classify(&e) == ErrorKind::NotFound => {}
@@ -365,7 +372,7 @@ async fn apply_repository_settings(ecr: &aws_sdk_ecr::Client, name: &str) -> Res
     Ok(())
 }
 
-async fn apply_settings(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<(), AwsError> {
+pub(super) async fn apply_settings(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<(), AwsError> {
     s3.put_bucket_versioning()
         .bucket(bucket)
         .versioning_configuration(

@@ -161,7 +161,7 @@ async fn history_region(
 }
 
 /// `90s`, `30m`, `24h` (and `2d`).
-fn parse_duration(text: &str) -> Result<Duration> {
+pub(super) fn parse_duration(text: &str) -> Result<Duration> {
     let bad = || {
         Error::Usage(format!(
             "--older-than {text}: expected a number and a unit, s, m, h or d (e.g. 24h)"

@@ -2,7 +2,9 @@
 //! obtains what it needs (assembly, clients, state) and returns an exit status; behaviour lives
 //! in the layers below.
 
+mod asset_storage;
 mod bootstrap;
+mod bootstrap_destroy;
 mod context;
 mod deploy;
 mod destroy;
@@ -10,6 +12,7 @@ mod diff;
 mod drift;
 mod events;
 mod force_unlock;
+mod gc;
 mod import;
 mod list;
 mod local;
@@ -20,6 +23,7 @@ mod publish_assets;
 mod rollback;
 mod scrub;
 mod state;
+mod state_migrate;
 mod state_views;
 mod synth;
 
@@ -284,6 +288,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Drift(args) => drift::run(&session, args).await,
         Command::Context(args) => context::run(&session, args),
         Command::Events(args) => events::run(&session, args).await,
+        Command::Gc(args) => gc::run(&session, args).await,
         Command::Local(cmd) => local::run(&session, cmd).await,
     }
 }

@@ -20,6 +20,7 @@ pub async fn run(session: &Session, command: &StateCommand) -> Result<ExitStatus
         StateCommand::Orphan(args) => super::orphan_state::run(session, args).await,
         StateCommand::Destroy(args) => super::destroy::run_state(session, args).await,
         StateCommand::RefreshObserved(args) => super::drift::refresh_observed(session, args).await,
+        StateCommand::Migrate(args) => super::state_migrate::run(session, args).await,
     }
 }
 

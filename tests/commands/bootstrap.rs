@@ -34,7 +34,12 @@ fn marker_key() -> String {
 }
 
 /// `cdkd <args> --state-bucket B` in `dir` with extra environment: (exit code, stdout, stderr).
-fn run_in(dir: &Path, bucket: &str, args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
+pub(crate) fn run_in(
+    dir: &Path,
+    bucket: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (i32, String, String) {
     let out = cdkd()
         .current_dir(dir)
         .env("CDKD_PROGRESS", "plain")
@@ -52,7 +57,7 @@ fn run_in(dir: &Path, bucket: &str, args: &[&str], envs: &[(&str, &str)]) -> (i3
 }
 
 /// `cdkd bootstrap --json ...` that must succeed: its JSON.
-fn bootstrap(bucket: &str, extra: &[&str]) -> Value {
+pub(crate) fn bootstrap(bucket: &str, extra: &[&str]) -> Value {
     let mut args = vec!["bootstrap", "--json"];
     args.extend(extra);
     let (code, stdout, stderr) = run_in(Path::new("."), bucket, &args, &[]);
@@ -77,7 +82,7 @@ async fn versions(bucket: &str, key: &str) -> usize {
         .count()
 }
 
-async fn object_json(bucket: &str, key: &str) -> Option<Value> {
+pub(crate) async fn object_json(bucket: &str, key: &str) -> Option<Value> {
     let got = s3_client()
         .await
         .get_object()
@@ -253,14 +258,14 @@ async fn a_newer_marker_is_refused_and_kept_and_an_older_shape_is_rewritten_as_u
     assert!(marker.get("containerRepository").is_none(), "{marker}");
 }
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/apps")
         .join(name)
         .join("cdk.out")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read fixture") {
         let entry = entry.expect("entry");
@@ -274,7 +279,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Replaces `from` with `to` in a file of `dir`.
-fn edit(dir: &Path, file: &str, from: &str, to: &str) {
+pub(crate) fn edit(dir: &Path, file: &str, from: &str, to: &str) {
     let path = dir.join(file);
     let text = std::fs::read_to_string(&path).expect("read");
     assert!(text.contains(from), "{file} holds {from}");
@@ -282,7 +287,7 @@ fn edit(dir: &Path, file: &str, from: &str, to: &str) {
 }
 
 /// The state record of `stack`, read straight from the bucket.
-async fn state(bucket: &str, stack: &str) -> Option<Value> {
+pub(crate) async fn state(bucket: &str, stack: &str) -> Option<Value> {
     object_json(bucket, &format!("cdkd/{stack}/{REGION}/state.json")).await
 }
 
@@ -401,12 +406,12 @@ async fn skip_assets_publishes_nothing_and_deploys_against_the_object_already_th
 /// A fake docker in its own directory: records each invocation's argv (one line) in
 /// `argv.log` and a login's standard input in `login.stdin`; `push` fails once with an
 /// authentication error while `fail-next-push` exists; `version` fails while `no-daemon` does.
-struct FakeDocker {
+pub(crate) struct FakeDocker {
     dir: tempfile::TempDir,
 }
 
 impl FakeDocker {
-    fn new() -> FakeDocker {
+    pub(crate) fn new() -> FakeDocker {
         let dir = tempfile::tempdir().expect("temp dir");
         let script = dir.path().join("docker");
         std::fs::write(
@@ -437,7 +442,7 @@ exit 0
         FakeDocker { dir }
     }
 
-    fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         self.dir
             .path()
             .join("docker")
@@ -453,7 +458,7 @@ exit 0
         std::fs::write(self.dir.path().join("fail-next-push"), "").expect("flag");
     }
 
-    fn calls(&self) -> Vec<String> {
+    pub(crate) fn calls(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.path().join("argv.log"))
             .unwrap_or_default()
             .lines()

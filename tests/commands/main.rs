@@ -16,6 +16,7 @@ mod bootstrap;
 mod cli;
 mod context;
 mod corpus;
+mod gc;
 mod import;
 mod import_auto;
 mod import_migrate;
