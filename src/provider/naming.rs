@@ -142,6 +142,15 @@ pub async fn with_create_token<F: std::future::Future>(
         .await
 }
 
+/// `name` without two hyphens in a row, which ELBv2 names and RDS identifiers refuse (a
+/// shortened stack name may end with a hyphen, joined to the next part by another).
+pub fn single_hyphens(mut name: String) -> String {
+    while name.contains("--") {
+        name = name.replace("--", "-");
+    }
+    name
+}
+
 /// The deterministic part of [`generate`], for tests and for names derived from a token.
 pub fn compose(stack_name: &str, logical_id: &str, token: &str, rules: NameRules) -> String {
     let clean = |s: &str| -> String {

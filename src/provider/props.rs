@@ -132,6 +132,16 @@ impl<'a> Props<'a> {
             .collect()
     }
 
+    /// The request these accessors read.
+    pub fn request(&self) -> &'a ResourceRequest<'a> {
+        self.req
+    }
+
+    /// A failure of this request's resource (a value out of the service's range).
+    pub fn failed(&self, message: impl Into<String>) -> ProviderError {
+        ProviderError::failed(self.req, message)
+    }
+
     fn wrong(&self, name: &str, expected: &str) -> ProviderError {
         ProviderError::failed(self.req, format!("property {name} must be {expected}"))
     }

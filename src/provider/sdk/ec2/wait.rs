@@ -1,52 +1,11 @@
-//! Waiting on EC2, only where a dependent needs it: short-first polling (200 ms, growing by
-//! half up to 5 s, as the Cloud Control provider polls) so a fast answer is seen at once and
-//! a slow one costs few calls.
+//! Waiting on EC2, only where a dependent needs it: the scaffold's short-first polling
+//! ([`until`]), and the retry of a delete while something still depends on the resource.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::provider::{ProviderError, ResourceRequest};
-
-const FIRST: Duration = Duration::from_millis(200);
-const MAX: Duration = Duration::from_secs(5);
-
-/// What one poll saw.
-pub(super) enum Poll<T> {
-    Done(T),
-    /// Not yet; the text says what was seen (it goes into a timeout's message).
-    Pending(String),
-}
-
-/// Polls `check` until it is done, or fails the resource after `limit`.
-pub(super) async fn until<T, F, Fut>(
-    req: &ResourceRequest<'_>,
-    limit: Duration,
-    mut check: F,
-) -> Result<T, ProviderError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Poll<T>, ProviderError>>,
-{
-    let started = Instant::now();
-    let mut interval = FIRST;
-    loop {
-        match check().await? {
-            Poll::Done(v) => return Ok(v),
-            Poll::Pending(seen) if started.elapsed() + interval > limit => {
-                return Err(ProviderError::Timeout {
-                    logical_id: req.logical_id.to_owned(),
-                    resource_type: req.resource_type.to_owned(),
-                    seconds: limit.as_secs(),
-                    detail: seen,
-                })
-            }
-            Poll::Pending(_) => {
-                tokio::time::sleep(interval).await;
-                interval = (interval * 3 / 2).min(MAX);
-            }
-        }
-    }
-}
+use crate::provider::sdk::scaffold::wait::{next, FIRST};
+pub(super) use crate::provider::sdk::scaffold::wait::{until, Poll};
 
 /// How long a delete keeps retrying while EC2 says something still depends on the resource
 /// (a NAT gateway's network interface still detaching from its subnet, the interfaces a
@@ -84,7 +43,7 @@ where
             {
                 tracing::debug!("still in use (DependencyViolation); retrying in {interval:?}");
                 tokio::time::sleep(interval).await;
-                interval = (interval * 3 / 2).min(MAX);
+                interval = next(interval);
             }
             other => return other,
         }

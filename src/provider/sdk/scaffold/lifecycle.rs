@@ -63,6 +63,31 @@ impl Service {
         }
     }
 
+    /// [`Service::unless_gone`] for a service that names its not-found errors per kind of
+    /// resource (RDS's `DBInstanceNotFound` and `DBSubnetGroupNotFoundFault`, ELBv2's
+    /// `TargetGroupNotFound`): a code ending with one of `suffixes` also says it is gone.
+    pub fn unless_gone_coded<T, E>(
+        self,
+        result: Result<T, SdkError<E, HttpResponse>>,
+        req: &ResourceRequest<'_>,
+        operation: &'static str,
+        target: &str,
+        suffixes: &[&str],
+    ) -> Result<Option<T>, ProviderError>
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        match result {
+            Err(e)
+                if crate::aws::error_code(&e)
+                    .is_some_and(|c| suffixes.iter().any(|s| c.ends_with(s))) =>
+            {
+                Ok(None)
+            }
+            other => self.unless_gone(other, req, operation, target),
+        }
+    }
+
     /// A string field the service must have returned (an id, an ARN), or a typed error
     /// naming what was missing: never an empty id recorded in state.
     pub fn required<'a>(

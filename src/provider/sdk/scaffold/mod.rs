@@ -16,7 +16,10 @@
 //! 4. Update: [`lifecycle::create_only_change`] answers `UpdateOutcome::NeedsReplacement`
 //!    when a create-only property (the schema snapshot says which) moved;
 //!    `props::changed_properties` names the rest, which are applied. [`lifecycle`] also has
-//!    the record a create reports and the not-found-is-gone rule (`Service::unless_gone`).
+//!    the record a create reports and the not-found-is-gone rule (`Service::unless_gone`,
+//!    `Service::unless_gone_coded` for services that name not-found per kind).
+//! 7. Waits only where a dependent needs them, through [`wait::until`] (short-first polling,
+//!    a typed timeout); nested read-back in the template's shape through [`readback`].
 //! 5. A family of types on one client (KMS keys and aliases) is one provider written by
 //!    [`family::family_provider`] from its table of types, one module per type.
 //! 6. Read and import return what create reports, so a diff after a deploy is clean; the
@@ -26,7 +29,10 @@
 pub mod attributes;
 pub mod family;
 pub mod lifecycle;
+pub mod nested;
+pub mod readback;
 pub mod tags;
+pub mod wait;
 
 use aws_config::SdkConfig;
 use aws_smithy_runtime_api::client::result::SdkError;

@@ -66,6 +66,36 @@ pub fn moved(
     ))
 }
 
+/// Moves the tags under property `name` from `previous` to the request's, when they changed:
+/// `remove` untags the keys the template dropped, `add` sets the new and changed ones, each
+/// called only when it has something to do. Every service spells those two calls its own
+/// way; what they are sent is decided here.
+pub async fn update<R, FR, A, FA>(
+    req: &ResourceRequest<'_>,
+    previous: &serde_json::Map<String, Value>,
+    name: &str,
+    remove: R,
+    add: A,
+) -> Result<(), ProviderError>
+where
+    R: FnOnce(Vec<String>) -> FR,
+    FR: std::future::Future<Output = Result<(), ProviderError>>,
+    A: FnOnce(BTreeMap<String, String>) -> FA,
+    FA: std::future::Future<Output = Result<(), ProviderError>>,
+{
+    if !crate::provider::props::changed(previous, req.properties, name) {
+        return Ok(());
+    }
+    let TagChanges { set, remove: gone } = moved(req, previous, name)?;
+    if !gone.is_empty() {
+        remove(gone).await?;
+    }
+    if !set.is_empty() {
+        add(set).await?;
+    }
+    Ok(())
+}
+
 /// Tags as CloudFormation lists them, `[{Key, Value}]` sorted by key; `None` when there are
 /// none besides the reserved ones.
 pub fn value<'a>(tags: impl IntoIterator<Item = (&'a String, &'a String)>) -> Option<Value> {
