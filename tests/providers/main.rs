@@ -16,6 +16,7 @@ mod provider_cloudcontrol;
 mod provider_custom;
 mod provider_dynamodb;
 mod provider_ec2;
+mod provider_elbv2;
 mod provider_iam;
 mod provider_iam_access_key;
 mod provider_kms;

@@ -129,6 +129,51 @@ impl Env {
         assert_eq!(self.read(ty, props, id).await, None, "{ty} {id} is gone");
     }
 
+    /// A VPC `10.<octet>.0.0/16` with one /24 subnet in each of `zones` (`us-east-1a`...),
+    /// made through EC2 directly: the network the ELBv2 and RDS tests place resources in.
+    pub async fn vpc_with_subnets(&self, octet: u8, zones: &[&str]) -> (String, Vec<String>) {
+        let ec2 = aws_sdk_ec2::Client::new(&self.sdk);
+        let vpc = ec2
+            .create_vpc()
+            .cidr_block(format!("10.{octet}.0.0/16"))
+            .send()
+            .await
+            .expect("CreateVpc")
+            .vpc
+            .and_then(|v| v.vpc_id)
+            .expect("vpc id");
+        let mut subnets = Vec::new();
+        for (i, zone) in zones.iter().enumerate() {
+            let id = ec2
+                .create_subnet()
+                .vpc_id(&vpc)
+                .cidr_block(format!("10.{octet}.{i}.0/24"))
+                .availability_zone(*zone)
+                .send()
+                .await
+                .expect("CreateSubnet")
+                .subnet
+                .and_then(|s| s.subnet_id)
+                .expect("subnet id");
+            subnets.push(id);
+        }
+        (vpc, subnets)
+    }
+
+    /// A security group in `vpc`, made through EC2 directly.
+    pub async fn security_group(&self, vpc: &str, name: &str) -> String {
+        aws_sdk_ec2::Client::new(&self.sdk)
+            .create_security_group()
+            .vpc_id(vpc)
+            .group_name(support::unique_name(name))
+            .description(name)
+            .send()
+            .await
+            .expect("CreateSecurityGroup")
+            .group_id
+            .expect("group id")
+    }
+
     /// What `Ref` of the resource returns.
     pub fn ref_of(&self, ty: &str, made: &Provisioned) -> Value {
         provider(ty).ref_value(ty, &made.physical_id, &made.attributes)

@@ -147,3 +147,21 @@ pub fn string_leaves(v: &serde_json::Value, path: &str, out: &mut Vec<(String, S
         _ => {}
     }
 }
+
+/// The value of load balancer attribute `key`, as ELBv2 reports it (empty when unset).
+pub async fn lb_attribute(
+    elb: &aws_sdk_elasticloadbalancingv2::Client,
+    arn: &str,
+    key: &str,
+) -> String {
+    elb.describe_load_balancer_attributes()
+        .load_balancer_arn(arn)
+        .send()
+        .await
+        .expect("DescribeLoadBalancerAttributes")
+        .attributes()
+        .iter()
+        .find(|a| a.key() == Some(key))
+        .and_then(|a| a.value().map(str::to_owned))
+        .unwrap_or_default()
+}

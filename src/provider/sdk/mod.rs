@@ -9,6 +9,7 @@
 
 mod dynamodb;
 mod ec2;
+mod elbv2;
 mod iam;
 mod kms;
 mod lambda;
@@ -55,6 +56,7 @@ pub fn all() -> Vec<Arc<dyn Provider>> {
     vec![
         Arc::new(dynamodb::DynamoDbTableProvider),
         Arc::new(ec2::Ec2NetworkProvider),
+        Arc::new(elbv2::Elbv2Provider),
         Arc::new(iam::RoleProvider),
         Arc::new(iam::PolicyProvider),
         Arc::new(iam::ManagedPolicyProvider),
