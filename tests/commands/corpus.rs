@@ -120,6 +120,13 @@ const NOT_FOUND: &[&str] = &[
     "QueueDoesNotExist",
     "ParameterNotFound",
     "DBSubnetGroupNotFoundFault",
+    "DBInstanceNotFound",
+    "DBInstanceNotFoundFault",
+    "DBClusterNotFoundFault",
+    "LoadBalancerNotFound",
+    "TargetGroupNotFound",
+    "ListenerNotFound",
+    "RuleNotFound",
 ];
 
 /// Whether an SDK answer says the thing does not exist: `Ok` means it does, a not-found error
@@ -363,6 +370,46 @@ async fn exists(r: &Recorded) -> bool {
                 .send()
                 .await,
         ),
+        "AWS::RDS::DBInstance" => !absent(
+            &what,
+            aws_sdk_rds::Client::new(&config)
+                .describe_db_instances()
+                .db_instance_identifier(id)
+                .send()
+                .await,
+        ),
+        "AWS::RDS::DBCluster" => !absent(
+            &what,
+            aws_sdk_rds::Client::new(&config)
+                .describe_db_clusters()
+                .db_cluster_identifier(id)
+                .send()
+                .await,
+        ),
+        t if t.starts_with("AWS::ElasticLoadBalancingV2::") => {
+            let elb = aws_sdk_elasticloadbalancingv2::Client::new(&config);
+            match t {
+                "AWS::ElasticLoadBalancingV2::LoadBalancer" => !absent(
+                    &what,
+                    elb.describe_load_balancers()
+                        .load_balancer_arns(id)
+                        .send()
+                        .await,
+                ),
+                "AWS::ElasticLoadBalancingV2::TargetGroup" => !absent(
+                    &what,
+                    elb.describe_target_groups()
+                        .target_group_arns(id)
+                        .send()
+                        .await,
+                ),
+                "AWS::ElasticLoadBalancingV2::Listener" => !absent(
+                    &what,
+                    elb.describe_listeners().listener_arns(id).send().await,
+                ),
+                _ => !absent(&what, elb.describe_rules().rule_arns(id).send().await),
+            }
+        }
         "AWS::KMS::Alias" => aws_sdk_kms::Client::new(&config)
             .list_aliases()
             .send()

@@ -1,7 +1,8 @@
-//! The RDS SDK provider (DBSubnetGroup) against the emulator, checked through the RDS API:
-//! create with `Ref` / `Fn::GetAtt` as CloudFormation reports them, the description, subnets
-//! and tags changed in place, the replacement a new name answers, read, import by physical
-//! id, delete and a second delete of what is gone.
+//! The RDS SDK provider (DBSubnetGroup, DBInstance, DBCluster) against the emulator, checked
+//! through the RDS API: create with `Ref` / `Fn::GetAtt` as CloudFormation reports them (a
+//! generated identifier in lower case), the changes made in place, the replacement a
+//! create-only change answers, read (what was sent, the master password never), import by
+//! physical id, delete and a second delete of what is gone.
 //!
 //! Run: `./scripts/test --test providers -- provider_rds::`.
 
@@ -11,39 +12,25 @@ use crate::support;
 use serde_json::json;
 
 const GROUP: &str = "AWS::RDS::DBSubnetGroup";
+const INSTANCE: &str = "AWS::RDS::DBInstance";
+const CLUSTER: &str = "AWS::RDS::DBCluster";
+
+/// `props` without its write-only master password: what a read returns.
+fn without_password(
+    props: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = props.clone();
+    out.remove("MasterUserPassword");
+    out
+}
 
 #[tokio::test]
 async fn db_subnet_group_lifecycle() {
     let env = Env::new("RdsStack").await;
-    let ec2 = aws_sdk_ec2::Client::new(&env.sdk);
     let rds = aws_sdk_rds::Client::new(&env.sdk);
-    let vpc = ec2
-        .create_vpc()
-        .cidr_block("10.61.0.0/16")
-        .send()
-        .await
-        .expect("CreateVpc")
-        .vpc
-        .and_then(|v| v.vpc_id)
-        .expect("vpc id");
-    let mut subnets = Vec::new();
-    for (i, zone) in ["us-east-1a", "us-east-1b", "us-east-1c"]
-        .iter()
-        .enumerate()
-    {
-        let id = ec2
-            .create_subnet()
-            .vpc_id(&vpc)
-            .cidr_block(format!("10.61.{i}.0/24"))
-            .availability_zone(*zone)
-            .send()
-            .await
-            .expect("CreateSubnet")
-            .subnet
-            .and_then(|s| s.subnet_id)
-            .expect("subnet id");
-        subnets.push(id);
-    }
+    let (_, subnets) = env
+        .vpc_with_subnets(61, &["us-east-1a", "us-east-1b", "us-east-1c"])
+        .await;
     let name = support::unique_name("Db-Subnets");
     let v1 = obj(json!({
         "DBSubnetGroupName": name,
@@ -96,4 +83,154 @@ async fn db_subnet_group_lifecycle() {
     assert!(replaced(env.update(GROUP, &renamed, &id, &v2).await).contains("DBSubnetGroupName"));
 
     env.delete_twice(GROUP, &v2, &id).await;
+}
+
+#[tokio::test]
+async fn db_instance_lifecycle() {
+    let env = Env::new("RdsInst").await;
+    let rds = aws_sdk_rds::Client::new(&env.sdk);
+    let password = "first-Secret-pw-1";
+    let v1 = obj(json!({
+        "Engine": "mysql",
+        "DBInstanceClass": "db.t3.micro",
+        "MasterUsername": "admin",
+        "MasterUserPassword": password,
+        "AllocatedStorage": "20",
+        "BackupRetentionPeriod": 1,
+        "Port": "3306",
+        "Tags": [{"Key": "team", "Value": "a"}],
+    }));
+    let made = env.create(INSTANCE, &v1).await;
+    let id = made.physical_id.clone();
+    assert!(
+        id.starts_with("rdsinst") && id == id.to_ascii_lowercase(),
+        "a generated identifier, lower case: {id}"
+    );
+    assert_eq!(env.ref_of(INSTANCE, &made), json!(id));
+    let attr = |k: &str| made.attributes[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        attr("DBInstanceArn").ends_with(&format!(":db:{id}")),
+        "{:?}",
+        made.attributes
+    );
+    assert!(
+        !attr("Endpoint.Address").is_empty(),
+        "{:?}",
+        made.attributes
+    );
+    assert_eq!(attr("Endpoint.Port"), "3306");
+    assert!(!attr("DbiResourceId").is_empty(), "{:?}", made.attributes);
+    let read = env.read(INSTANCE, &v1, &id).await;
+    assert_eq!(read, Some(without_password(&v1)));
+    let imported = env.import(INSTANCE, &v1, &id).await;
+    assert_eq!(imported, made);
+    for shown in [json!(made.attributes), json!(read)] {
+        assert!(
+            !shown.to_string().contains(password),
+            "the password leaked: {shown}"
+        );
+    }
+
+    let v2 = obj(json!({
+        "Engine": "mysql",
+        "DBInstanceClass": "db.t3.small",
+        "MasterUsername": "admin",
+        "MasterUserPassword": "second-Secret-pw-2",
+        "AllocatedStorage": "20",
+        "BackupRetentionPeriod": 3,
+        "Port": "3306",
+        "Tags": [{"Key": "tier", "Value": "db"}],
+    }));
+    assert_eq!(env.updated(INSTANCE, &v2, &id, &v1).await.physical_id, id);
+    let live = rds
+        .describe_db_instances()
+        .db_instance_identifier(&id)
+        .send()
+        .await
+        .expect("DescribeDBInstances");
+    let db = &live.db_instances()[0];
+    assert_eq!(db.db_instance_class(), Some("db.t3.small"));
+    assert_eq!(db.backup_retention_period(), Some(3));
+    assert_eq!(
+        env.read(INSTANCE, &v2, &id).await,
+        Some(without_password(&v2))
+    );
+
+    for (name, value) in [
+        ("MasterUsername", json!("root")),
+        ("Engine", json!("postgres")),
+    ] {
+        let mut moved = v2.clone();
+        moved.insert(name.into(), value);
+        assert!(replaced(env.update(INSTANCE, &moved, &id, &v2).await).contains(name));
+    }
+    env.delete_twice(INSTANCE, &v2, &id).await;
+}
+
+#[tokio::test]
+async fn db_cluster_lifecycle() {
+    let env = Env::new("RdsCluster").await;
+    let rds = aws_sdk_rds::Client::new(&env.sdk);
+    let name = support::unique_name("Cluster");
+    let v1 = obj(json!({
+        "DBClusterIdentifier": name,
+        "Engine": "aurora-mysql",
+        "MasterUsername": "admin",
+        "MasterUserPassword": "cluster-Secret-pw-1",
+        "DatabaseName": "app",
+        "BackupRetentionPeriod": 1,
+        "Tags": [{"Key": "team", "Value": "a"}],
+    }));
+    let made = env.create(CLUSTER, &v1).await;
+    let id = made.physical_id.clone();
+    assert_eq!(id, name.to_ascii_lowercase());
+    assert_eq!(env.ref_of(CLUSTER, &made), json!(id));
+    let attr = |k: &str| made.attributes[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        attr("DBClusterArn").ends_with(&format!(":cluster:{id}")),
+        "{:?}",
+        made.attributes
+    );
+    assert!(
+        !attr("Endpoint.Address").is_empty(),
+        "{:?}",
+        made.attributes
+    );
+    assert!(
+        !attr("ReadEndpoint.Address").is_empty(),
+        "{:?}",
+        made.attributes
+    );
+    assert!(!attr("Endpoint.Port").is_empty(), "{:?}", made.attributes);
+    assert!(
+        !attr("DBClusterResourceId").is_empty(),
+        "{:?}",
+        made.attributes
+    );
+    assert_eq!(
+        env.read(CLUSTER, &v1, &id).await,
+        Some(without_password(&v1))
+    );
+    assert_eq!(env.import(CLUSTER, &v1, &id).await, made);
+
+    let mut v2 = v1.clone();
+    v2.insert("BackupRetentionPeriod".into(), json!(4));
+    v2.insert("Tags".into(), json!([{"Key": "tier", "Value": "db"}]));
+    assert_eq!(env.updated(CLUSTER, &v2, &id, &v1).await.physical_id, id);
+    let live = rds
+        .describe_db_clusters()
+        .db_cluster_identifier(&id)
+        .send()
+        .await
+        .expect("DescribeDBClusters");
+    assert_eq!(live.db_clusters()[0].backup_retention_period(), Some(4));
+    assert_eq!(
+        env.read(CLUSTER, &v2, &id).await,
+        Some(without_password(&v2))
+    );
+
+    let mut renamed = v2.clone();
+    renamed.insert("DatabaseName".into(), json!("other"));
+    assert!(replaced(env.update(CLUSTER, &renamed, &id, &v2).await).contains("DatabaseName"));
+    env.delete_twice(CLUSTER, &v2, &id).await;
 }

@@ -30,8 +30,14 @@ use crate::template::Resource;
 /// that moves a live resource across (tests/lifecycle/deploy_routing.rs,
 /// `a_property_the_sdk_provider_does_not_send_goes_through_cloud_control_and_back`; the KMS
 /// key: tests/lifecycle/kms_layer_dns.rs,
-/// `a_kms_key_recorded_through_cloud_control_returns_to_the_sdk_provider`).
-pub const SAME_ID_ON_BOTH_ROUTES: &[&str] = &["AWS::Lambda::Function", "AWS::KMS::Key"];
+/// `a_kms_key_recorded_through_cloud_control_returns_to_the_sdk_provider`; the DB instance:
+/// tests/lifecycle/alb_rds.rs,
+/// `a_db_instance_recorded_through_cloud_control_returns_to_the_sdk_provider`).
+pub const SAME_ID_ON_BOTH_ROUTES: &[&str] = &[
+    "AWS::Lambda::Function",
+    "AWS::KMS::Key",
+    "AWS::RDS::DBInstance",
+];
 
 /// The route of one resource, and the progress line saying why when it is not the usual one.
 #[derive(Debug, Clone, PartialEq, Eq)]

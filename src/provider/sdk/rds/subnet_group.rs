@@ -4,15 +4,14 @@
 //! subnets change in place (ModifyDBSubnetGroup), tags through Add / RemoveTagsFromResource
 //! on the group's ARN.
 
-use aws_sdk_rds::types::{DbSubnetGroup, Tag};
+use aws_sdk_rds::types::DbSubnetGroup;
 use aws_sdk_rds::Client;
 use serde_json::{json, Map, Value};
 
-use super::{unless_gone, RDS};
+use super::{create_tags, identifier_read, read_tags, unless_gone, update_tags, RDS};
 use crate::provider::naming;
 use crate::provider::props::{changed, Props};
 use crate::provider::sdk::scaffold::lifecycle::{create_only_change, provisioned};
-use crate::provider::sdk::scaffold::tags;
 use crate::provider::{
     ProviderContext, ProviderError, Provisioned, ResourceRequest, UpdateOutcome,
 };
@@ -68,13 +67,6 @@ pub(super) async fn provisioned_of(
         .map(|g| reported(name, &g)))
 }
 
-fn sdk_tags(pairs: impl IntoIterator<Item = (String, String)>) -> Vec<Tag> {
-    pairs
-        .into_iter()
-        .map(|(k, v)| Tag::builder().key(k).value(v).build())
-        .collect()
-}
-
 pub(super) async fn create(
     ctx: &ProviderContext<'_>,
     client: &Client,
@@ -85,13 +77,12 @@ pub(super) async fn create(
         Some(n) => n.to_ascii_lowercase(),
         None => naming::generate(ctx.stack_name, req.logical_id, NAME_RULES),
     };
-    let list = props.tags()?;
     let out = client
         .create_db_subnet_group()
         .db_subnet_group_name(&name)
         .db_subnet_group_description(props.required_str("DBSubnetGroupDescription")?)
         .set_subnet_ids(Some(props.strings("SubnetIds")?))
-        .set_tags((!list.is_empty()).then(|| sdk_tags(list)))
+        .set_tags(create_tags(req)?)
         .send()
         .await
         .map_err(|e| RDS.err(req, "CreateDBSubnetGroup", &name, &e))?;
@@ -127,30 +118,12 @@ pub(super) async fn update(
     let made = provisioned_of(ctx, client, req, name)
         .await?
         .ok_or_else(|| ProviderError::failed(req, format!("subnet group {name} does not exist")))?;
-    if moved("Tags") {
-        let arn = made.attributes["DBSubnetGroupArn"]
-            .as_str()
-            .unwrap_or_default();
-        let tags::TagChanges { set, remove } = tags::moved(req, previous, "Tags")?;
-        if !remove.is_empty() {
-            client
-                .remove_tags_from_resource()
-                .resource_name(arn)
-                .set_tag_keys(Some(remove))
-                .send()
-                .await
-                .map_err(|e| RDS.err(req, "RemoveTagsFromResource", arn, &e))?;
-        }
-        if !set.is_empty() {
-            client
-                .add_tags_to_resource()
-                .resource_name(arn)
-                .set_tags(Some(sdk_tags(set)))
-                .send()
-                .await
-                .map_err(|e| RDS.err(req, "AddTagsToResource", arn, &e))?;
-        }
-    }
+    let arn = made
+        .attributes
+        .get("DBSubnetGroupArn")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    update_tags(client, req, arn, previous).await?;
     Ok(UpdateOutcome::Updated(made))
 }
 
@@ -183,12 +156,11 @@ pub(super) async fn read(
         return Ok(None);
     };
     let mut props = Map::new();
-    let written = Props::new(req).str("DBSubnetGroupName")?;
     // RDS lower-cases the name; a template that wrote it otherwise reads back as written.
-    let shown = written
-        .filter(|w| w.eq_ignore_ascii_case(name))
-        .unwrap_or_else(|| name.to_owned());
-    props.insert("DBSubnetGroupName".into(), json!(shown));
+    props.insert(
+        "DBSubnetGroupName".into(),
+        json!(identifier_read(req, "DBSubnetGroupName", name)?),
+    );
     if let Some(d) = group.db_subnet_group_description() {
         props.insert("DBSubnetGroupDescription".into(), json!(d));
     }
@@ -207,22 +179,7 @@ pub(super) async fn read(
         json!(if sorted == live { asked } else { live }),
     );
     if let Some(arn) = group.db_subnet_group_arn() {
-        let listed = client
-            .list_tags_for_resource()
-            .resource_name(arn)
-            .send()
-            .await
-            .map_err(|e| RDS.err(req, "ListTagsForResource", arn, &e))?;
-        tags::read_into(
-            &mut props,
-            "Tags",
-            listed.tag_list().iter().filter_map(|t| {
-                Some((
-                    t.key()?.to_owned(),
-                    t.value().unwrap_or_default().to_owned(),
-                ))
-            }),
-        );
+        read_tags(client, req, arn, &mut props).await?;
     }
     Ok(Some(props))
 }
