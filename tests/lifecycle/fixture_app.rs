@@ -77,3 +77,22 @@ pub fn traced(trace: &Path) -> Vec<String> {
         .filter_map(|v| v["op"].as_str().map(str::to_owned))
         .collect()
 }
+
+/// (logical id, type, physical id) of every resource of `types` the record holds, sorted,
+/// after checking each is recorded as made by its SDK provider.
+pub fn sdk_resources(state: &Value, types: &[&str]) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for (id, r) in state["resources"].as_object().expect("resources") {
+        let ty = r["resourceType"].as_str().expect("type");
+        if types.contains(&ty) {
+            assert_eq!(
+                r["provisionedBy"], "sdk",
+                "{id} ({ty}) is not on the SDK route: {r}"
+            );
+            let physical = r["physicalId"].as_str().expect("physical id").to_owned();
+            out.push((id.clone(), ty.to_owned(), physical));
+        }
+    }
+    out.sort();
+    out
+}

@@ -10,7 +10,7 @@
 //! through Cloud Control.
 
 use crate::deploy_routing::{cc_create, cc_properties, diff_fail, pinned_state};
-use crate::fixture_app::{record, run, traced};
+use crate::fixture_app::{self, record, run, traced};
 use crate::support;
 
 use aws_sdk_kms::types::KeyState;
@@ -27,23 +27,8 @@ const TYPES: &[&str] = &[
     "AWS::Route53::RecordSet",
 ];
 
-/// (logical id, type, physical id) of every resource of [`TYPES`] the record holds, after
-/// checking each is recorded as made by its SDK provider.
 fn sdk_resources(state: &Value) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    for (id, r) in state["resources"].as_object().expect("resources") {
-        let ty = r["resourceType"].as_str().expect("type");
-        if TYPES.contains(&ty) {
-            assert_eq!(
-                r["provisionedBy"], "sdk",
-                "{id} ({ty}) is not on the SDK route: {r}"
-            );
-            let physical = r["physicalId"].as_str().expect("physical id").to_owned();
-            out.push((id.clone(), ty.to_owned(), physical));
-        }
-    }
-    out.sort();
-    out
+    fixture_app::sdk_resources(state, TYPES)
 }
 
 /// The A record's (TTL, addresses).

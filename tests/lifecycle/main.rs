@@ -11,6 +11,7 @@
 mod support;
 
 mod access_key;
+mod alb_rds;
 mod custom_resources;
 mod deploy;
 mod deploy_cli;
