@@ -95,7 +95,8 @@ pub async fn run(session: &Session, args: &GcArgs) -> Result<ExitStatus> {
     let bucket = marker.as_ref().map(|m| m.asset_bucket.clone());
     let repository = marker.as_ref().and_then(|m| m.container_repository.clone());
 
-    if args.json {
+    let nothing = objects.is_empty() && images.is_empty() && placeholders.is_empty();
+    let plan = || {
         let list = |c: &[Candidate]| {
             c.iter()
                 .map(|c| json!({"id": c.id, "tags": c.tags, "size": c.size, "ageSeconds": c.age.as_secs()}))
@@ -110,32 +111,20 @@ pub async fn run(session: &Session, args: &GcArgs) -> Result<ExitStatus> {
             "images": list(&images),
             "placeholders": list(&placeholders),
         });
-        if args.dry_run || (objects.is_empty() && images.is_empty() && placeholders.is_empty()) {
-            ui::output(serde_json::to_string_pretty(&plan).unwrap_or_default());
-            return Ok(ExitStatus::Success);
-        }
-        delete_all(
-            &state,
-            clients,
-            &region,
-            &marker,
-            &objects,
-            &images,
-            &placeholders,
-        )
-        .await?;
         ui::output(serde_json::to_string_pretty(&plan).unwrap_or_default());
+    };
+    if args.json && (args.dry_run || nothing) {
+        plan();
         return Ok(ExitStatus::Success);
     }
-
-    if marker.is_none() {
+    if !args.json && marker.is_none() {
         ui::info(format!(
             "{region} is not opted in to cdkd asset storage (no s3://{}/{marker_key}): no asset \
              to collect (the CDK bootstrap's storage is `cdk gc`'s)",
             state.name
         ));
     }
-    if objects.is_empty() && images.is_empty() && placeholders.is_empty() {
+    if nothing {
         ui::info(format!(
             "Nothing to collect in {region}: every asset is referenced by a record or newer \
              than {}",
@@ -175,6 +164,7 @@ pub async fn run(session: &Session, args: &GcArgs) -> Result<ExitStatus> {
     for l in &lines {
         ui::info(format!("  {l}"));
     }
+    // --json changes what is printed, never whether a delete is asked for.
     super::orphan_state::confirm(session, &format!("Delete {summary}?"))?;
     delete_all(
         &state,
@@ -186,7 +176,11 @@ pub async fn run(session: &Session, args: &GcArgs) -> Result<ExitStatus> {
         &placeholders,
     )
     .await?;
-    ui::info(format!("gc: deleted {summary}"));
+    if args.json {
+        plan();
+    } else {
+        ui::info(format!("gc: deleted {summary}"));
+    }
     Ok(ExitStatus::Success)
 }
 
